@@ -1,0 +1,30 @@
+#!/usr/bin/env python
+"""Run the notebooks' tests like `nbdev_test`, then print one closing line `N passed, N failed` (N = notebooks).
+Usage: python .ci/nbtest.py [--flags slow] [--path GLOB] [--n_workers N]"""
+import argparse, sys, time
+from nbdev.config import get_config
+from nbdev.doclinks import nbglob
+from nbdev.test import test_nb, _keep_file
+from fastcore.parallel import parallel
+from fastcore.xtras import working_directory
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument('--flags', default='', help='space separated test flags to run (e.g. slow)')
+    p.add_argument('--path', default=None, help='a notebook or glob (default: all notebooks)')
+    p.add_argument('--n_workers', type=int, default=2)
+    a = p.parse_args()
+    cfg = get_config()
+    files = [f.absolute() for f in sorted(nbglob(a.path, as_path=True)) if _keep_file(f, '.notest')]
+    if not files: print('0 passed, 1 failed: no notebooks found'); sys.exit(1)
+    t0 = time.time()
+    with working_directory(cfg.nbs_path):
+        res = parallel(test_nb, files, skip_flags=cfg.tst_flags.split(), force_flags=a.flags.split(),
+                       n_workers=a.n_workers, basepath=cfg.config_path, pause=0.01)
+    for f, (ok, t) in zip(files, res): print(f"{'PASS' if ok else 'FAIL'} {t:7.1f}s  {f.relative_to(cfg.nbs_path)}")
+    n_ok = sum(ok for ok, _ in res)
+    print(f"total {time.time()-t0:.0f}s")
+    print(f"{n_ok} passed, {len(res)-n_ok} failed")
+    sys.exit(0 if n_ok == len(res) else 1)
+
+if __name__ == '__main__': main()

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install everything fasterquant, its tests and its docs need on a fresh Debian machine with Python 3.11 (run as root, or with sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+# real data for tests, benchmarks and the demo (Fashion-MNIST IDX files under /usr/share/datasets/fashion-mnist)
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq dataset-fashion-mnist >/dev/null
+# torch first, pinned (SPEC §8): torchvision must match it for timm and fastai.vision
+python -m pip install -q torch==2.14.1 torchvision==0.29.1
+python -m pip install -q -e ".[dev]"
+echo "setup done: $(python -c 'import torch, fasterquant; print("torch", torch.__version__, "fasterquant", fasterquant.__version__)')"
