@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Run the notebooks' tests like `nbdev_test`, then print one closing line `N passed, N failed` (N = notebooks).
 Usage: python .ci/nbtest.py [--flags slow] [--path GLOB] [--n_workers N]"""
-import argparse, sys, time
+import argparse, os, sys, time
 from nbdev.config import get_config
 from nbdev.doclinks import nbglob
 from nbdev.test import test_nb, _keep_file
@@ -15,6 +15,8 @@ def main():
     p.add_argument('--n_workers', type=int, default=2)
     a = p.parse_args()
     cfg = get_config()
+    # notebooks run side by side: split the cores between them rather than oversubscribing
+    os.environ.setdefault('OMP_NUM_THREADS', str(max(1, (os.cpu_count() or 1) // max(1, a.n_workers))))
     files = [f.absolute() for f in sorted(nbglob(a.path, as_path=True)) if _keep_file(f, '.notest')]
     if not files: print('0 passed, 1 failed: no notebooks found'); sys.exit(1)
     t0 = time.time()
