@@ -82,7 +82,7 @@ def aimet_worker(a):
     from aimet_torch.common.defs import QuantScheme
     from aimet_torch.nn import QuantizationMixin
     from fasterquant.data.datasets import accuracy_of
-    QuantizationMixin.ignore(nn.Identity)  # AIMET refuses models with nn.Identity (EfficientNet-Lite0's unpadded convs use one)
+    QuantizationMixin.ignore_unknown_modules(True)  # AIMET refuses module types it has no quantized version of (EfficientNet-Lite0's own Identity)
     data = fmnist()
     model = load_model(a.model, data).eval()
     n_test = a.n_test or len(data.x_test)
@@ -110,6 +110,11 @@ def aimet_worker(a):
             s, off = s.reshape(shape), off.reshape(shape)
             q = torch.round(m.weight / s).clamp(qmin, qmax)  # symmetric signed grid, as configured above
             m.weight.copy_(q * s); n_q += 1
+    n_layers = sum(isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Linear)) for m in ada.modules())
+    if n_q < n_layers:  # e.g. a Conv2d subclass AIMET has no quantized version of: not the same model quantized, so no number
+        print(json.dumps(dict(error=f"AIMET quantized only {n_q} of the {n_layers} Conv/Linear layers (it skips module types it does not know, "
+                                    "such as EfficientNet-Lite0's Conv2dStaticSamePadding); not comparable")))
+        return
     acc = accuracy_of(ada, data.x_test[:n_test], data.y_test[:n_test])
     print(json.dumps(dict(accuracy=acc, seconds=secs, cpu_seconds=cpu, layers=n_q)))
 
@@ -120,6 +125,7 @@ def run_aimet(py, model, bits, gran, a):
     lines = [l for l in r.stdout.splitlines() if l.startswith('{')]
     if r.returncode or not lines:
         return dict(error=(r.stderr or r.stdout)[-600:])
+    if 'error' in json.loads(lines[-1]): return json.loads(lines[-1])
     return json.loads(lines[-1])
 
 # ---------------------------------------------------------------- our side
@@ -195,8 +201,9 @@ def fmt_md(results, meta):
               "|---|---|---|---|---|---|---|---|---|---|---|"]
         for x in r['rows']:
             if 'error' in x:
-                L.append(f"| {x['method']} | {x['w']} | - | {x['granularity']} | error | | | | | | {x['error'].splitlines()[-1][:100] if x['error'] else ''} |"); continue
+                L.append(f"| {x['method']} | {x['w']} | - | {x['granularity']} | not run | | | | | | {x['error'].strip().splitlines()[-1][:220] if x['error'] else ''} |"); continue
             notes = ''
+            if x.get('rerun'): notes = 'run after the main run, once AIMET was told to skip module types it cannot quantize'
             if 'iters_run' in x: notes = f"{x['iters_run']}/{x['iters_budget']} iterations run, {x['layers_settled']}/{x['layers']} layers settled early; path {x['path']}"
             L.append(f"| {x['method']} | {x['w']} | {x['a'] or 'float'} | {x['granularity']} | {100*x['accuracy']:.2f} | {100*(x['accuracy']-r['float']):+.2f} | "
                      f"{x['cpu_seconds']:.2f} | {x['seconds']:.2f} | {('%.0fx' % x['ratio_vs_rtn']) if 'ratio_vs_rtn' in x else ''} | "
@@ -217,6 +224,7 @@ def main():
     p.add_argument('--aimet-python', default=str(ROOT / 'bench_env' / 'bin' / 'python'))
     p.add_argument('--aimet-bits', default='4', help='comma-separated weight bits for the AIMET runs')
     p.add_argument('--out', default=str(RESULTS / 'adaround'))
+    p.add_argument('--aimet-update', default='', help='a partial .json: rerun only its AIMET rows that failed, in place')
     p.add_argument('--merge', default='', help='comma-separated partial .json results (runs of --models subsets) to combine into --out')
     # worker mode
     p.add_argument('--aimet-worker', action='store_true'); p.add_argument('--model'); p.add_argument('--bits', type=int)
@@ -225,6 +233,7 @@ def main():
     a.aimet_bits = [int(b) for b in str(a.aimet_bits).split(',') if b]
     if a.aimet_worker: return aimet_worker(a)
     if a.merge: return merge(a)
+    if a.aimet_update: return aimet_update(a)
     torch.set_num_threads(a.threads)
     aimet_py = a.aimet_python if Path(a.aimet_python).exists() and subprocess.run(
         [a.aimet_python, '-c', 'import aimet_torch'], capture_output=True).returncode == 0 else None
@@ -243,6 +252,28 @@ def main():
     meta['load_end'] = ' '.join(f"{x:.1f}" for x in os.getloadavg())
     write(results, meta, a)
     log(f"wrote {Path(a.out).with_suffix('.md')} and .json")
+
+def aimet_update(a):
+    "Rerun the failed AIMET rows of a partial result (e.g. after fixing the AIMET setup) and rewrite it."
+    path = Path(a.aimet_update)
+    d = json.loads(path.read_text())
+    py = a.aimet_python
+    for r in d['results']:
+        for i, x in enumerate(r.get('rows', [])):
+            if x['method'] != 'AIMET AdaRound' or 'error' not in x: continue
+            res = run_aimet(py, r['model'], x['w'], x['granularity'], a)
+            row = dict(method='AIMET AdaRound', w=x['w'], a=None, granularity=x['granularity'], runs=1, rerun=True, **res)
+            ours = next(o for o in r['rows'] if o['method'] == 'fasterquant AdaRound' and o['w'] == x['w'] and o['a'] is None)
+            rtn = next(o for o in r['rows'] if o['method'].startswith('RTN') and o['w'] == x['w'] and o['granularity'] == x['granularity'])
+            if 'seconds' in res:
+                row['ratio_vs_rtn'] = res['cpu_seconds'] / rtn['cpu_seconds']
+                ours['time_ours_over_aimet'] = ours['cpu_seconds'] / res['cpu_seconds']
+                ours['wall_ours_over_aimet'] = ours['seconds'] / res['seconds']
+                ours['aimet_accuracy'] = res['accuracy']
+            r['rows'][i] = row
+            print(r['model'], row, flush=True)
+    from fasterquant.core.utils import atomic_path
+    with atomic_path(path) as tmp: tmp.write_text(json.dumps(d, indent=1))
 
 def merge(a):
     "Combine partial runs (same settings, different models) into one report; the last run of a model wins."
