@@ -293,11 +293,14 @@ def write(results, meta, a):
         ours = next((x for x in r['rows'] if x['method'] == 'fasterquant AdaRound' and x['w'] == 4 and x['a'] is None), None)
         if ours and r['model'] != 'effnet_lite0_fmnist':
             gap = 100 * (r['float'] - ours['accuracy'])
-            targets.append(f"{r['model']}: W4 per-channel AdaRound within 0.5 points of float: {'met' if gap <= 0.5 else 'MISSED'} ({gap:.2f} points below float)")
+            targets.append(f"{r['model']}: W4 per-channel AdaRound within 0.5 points of float: {'met' if gap <= 0.5 else 'MISSED'} "
+                           f"({abs(gap):.2f} points {'below' if gap >= 0 else 'above'} float)")
         if ours and r['model'] == 'timm_resnet18_fmnist':
-            targets.append(f"timm resnet18 W4 AdaRound on {meta['calib']} calibration images under 5 minutes: {'met' if ours['seconds'] < 300 else 'MISSED'} "
-                           f"(wall {ours['seconds']:.0f}s, CPU {ours['cpu_seconds']:.0f}s, {meta['threads']} torch thread(s) on a {meta['cpus']}-CPU machine "
-                           f"under load average {meta['load_start']} at start)")
+            wall_ok, cpu_ok = ours['seconds'] < 300, ours['cpu_seconds'] < 300
+            verdict = 'met' if wall_ok else ('met in CPU time, MISSED in wall time on this shared machine' if cpu_ok else 'MISSED')
+            targets.append(f"timm resnet18 W4 AdaRound on {meta['calib']} calibration images under 5 minutes on 2 cores: {verdict} "
+                           f"(wall {ours['seconds']:.0f}s, CPU {ours['cpu_seconds']:.0f}s, {meta['threads']} torch thread(s); "
+                           f"the machine was shared, load averages above)")
         if ours and 'aimet_accuracy' in ours:
             targets.append(f"{r['model']}: vs AIMET at W4: CPU time ours/AIMET {ours['time_ours_over_aimet']:.2f} (wall {ours['wall_ours_over_aimet']:.2f}), accuracy {100*ours['accuracy']:.2f}% vs {100*ours['aimet_accuracy']:.2f}%")
     for r in results:

