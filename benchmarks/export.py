@@ -15,16 +15,12 @@ from onnxruntime.quantization import quantize_static, QuantFormat, QuantType, Ca
 from fasterquant.quantize.quantizer import Quantizer
 from fasterquant.onnx.export import export_float_onnx, export_report, ort_session
 from fasterquant.data.datasets import fashion_mnist, trained_model, accuracy_of
+from fasterquant.cli.demo import ort_accuracy
 warnings.filterwarnings('ignore'); logging.getLogger().setLevel(logging.ERROR)
 
 CONFIGS = [  # name, dtype, granularity, group_size, act_dtype
     ('W8', 'int8', 'channel', None, None), ('W8A8', 'int8', 'channel', None, 'uint8'), ('W4', 'int4', 'channel', None, None),
     ('W4 g32', 'int4', 'group', 32, None), ('W4 g64', 'int4', 'group', 64, None), ('W4 g128', 'int4', 'group', 128, None)]
-
-def ort_accuracy(sess, x, y, bs=1000):
-    name = sess.get_inputs()[0].name
-    pred = np.concatenate([sess.run(None, {name: xb.numpy()})[0].argmax(-1) for xb in x.split(bs)])
-    return float((pred == y.numpy()).mean())
 
 def latencies(sess:dict, x1, x64, runs1=40, runs64=8):
     "Median seconds per run at batch 1 and 64 for every session, runs interleaved across sessions."
