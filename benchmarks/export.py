@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np, torch, onnx, onnxruntime as ort
 from onnxruntime.quantization import quantize_static, QuantFormat, QuantType, CalibrationDataReader, CalibrationMethod
 from fasterquant.quantize.quantizer import Quantizer
-from fasterquant.onnx.export import export_float_onnx, export_report, ort_session
+from fasterquant.onnx.export import export_float_onnx, export_report
+from fasterquant.onnx.runtime import ort_session, ort_accuracy
 from fasterquant.data.datasets import fashion_mnist, trained_model, accuracy_of
-from fasterquant.cli.demo import ort_accuracy
 warnings.filterwarnings('ignore'); logging.getLogger().setLevel(logging.ERROR)
 
 CONFIGS = [  # name, dtype, granularity, group_size, act_dtype

@@ -16,8 +16,7 @@ from fastai.metrics import accuracy
 import fastai.callback.schedule  # noqa: fit_one_cycle
 from fasterquant.data.datasets import fashion_mnist, trained_model
 from fasterquant.quantize.schedule import one_shot, linear
-from fasterquant.quantize.quantizer import available_criteria
-from fasterquant.callbacks.quantize import QuantizeCallback, _load_criteria
+from fasterquant.callbacks.quantize import QuantizeCallback
 from fasterquant.core.utils import atomic_path
 
 def learner(data, net, seed, n_train=None):
@@ -38,15 +37,12 @@ def main(seeds=3, epochs=1, lr=1e-3, quick=False, granularities=('channel',), n_
     if n_train: data.x_train, data.y_train = data.x_train[:n_train], data.y_train[:n_train]   # a shorter fine-tune: one epoch of a subset
     if quick:  # a smoke test of the script: a slice of the data
         data.x_train, data.y_train, data.x_test, data.y_test = data.x_train[:2048], data.y_train[:2048], data.x_test[:1000], data.y_test[:1000]
-    _load_criteria()
     base = learner(data, net, 0)
     rows = [dict(method='float', granularity='-', accs=[acc(base)], seconds=[])]
     def add(method, g, accs, secs=()): rows.append(dict(method=method, granularity=g, accs=list(accs), seconds=list(secs)))
     for g in granularities:
         add('PTQ RTN (mse grid)', g, [acc(base.quantize('mse', 'int4', granularity=g))])
-        if 'adaround' in available_criteria():
-            try: add('PTQ AdaRound', g, [acc(base.quantize('adaround', 'int4', granularity=g, n_batches=8, progress=False))])
-            except Exception as e: warnings.warn(f"AdaRound failed ({type(e).__name__}: {e}); not reported")
+        add('PTQ AdaRound', g, [acc(base.quantize('adaround', 'int4', granularity=g, n_batches=8, progress=False))])
         runs = {'float fine-tune + RTN': [], 'QAT one-shot W4': []}
         if g == 'channel': runs['QAT 8->4 bits (linear, first half)'] = []
         times = {k: [] for k in runs}

@@ -11,41 +11,44 @@ from torch import nn
 from fastcore.basics import store_attr, patch
 from fastai.learner import Learner
 from fastai.callback.core import Callback
-from ..quantize.grid import QDtype, get_dtype, quantize
+from ..quantize.dtype import QDtype, get_dtype
+from ..quantize.grid import quantize
 from ..quantize.schedule import Schedule, get_schedule
-from ..quantize.quantizer import Quantizer, QUANTIZABLE, get_criteria
-from ..core.utils import calib_batches, batch_inputs
+from ..quantize.quantizer import Quantizer, QUANTIZABLE
+from ..core.registry import AxisRegistry
+from ..core.calib import calib_batches, batch_inputs
 
 # %% auto #0
-__all__ = ['qat_plan', 'QuantizeCallback']
+__all__ = ['RAMPS', 'qat_plan', 'QuantizeCallback']
 
 # %% ../../nbs/callbacks/00_quantize_callback.ipynb #b345a036
 def _round(x): return int(math.floor(x + 0.5))
 
-_RAMPS = ('bits', 'layers')
+def _bits_ramp(p, targets, start_bits):
+    "Every layer quantized, its bit-width moved from `start_bits` to the target."
+    def at(dt):
+        if dt is None or start_bits is None: return dt
+        return QDtype(_round(start_bits + p * (dt.bits - start_bits)), dt.signed)
+    return OrderedDict((n, at(dt)) for n, dt in targets.items())
+
+def _layers_ramp(p, targets, start_bits):
+    "A growing fraction of the layers, from the input, quantized at the target."
+    live = [n for n, dt in targets.items() if dt is not None]
+    on = set(live[:_round(p * len(live))])
+    return OrderedDict((n, dt if n in on else None) for n, dt in targets.items())
+
+RAMPS = AxisRegistry('ramp')
+RAMPS.register('bits', lambda: _bits_ramp)
+RAMPS.register('layers', lambda: _layers_ramp)
 
 def qat_plan(p:float, # quantization progress in [0, 1], from a `Schedule`
              targets:dict, # {layer: target `QDtype` or None (kept in float)}, e.g. a `Context`'s assignment
              start_bits:int=8, # bit-width at `p=0` for the 'bits' ramp (None: the target from the start)
              ramp:str='bits') -> OrderedDict: # 'bits' or 'layers'
     "The format each layer trains in at progress `p`: `{layer: QDtype or None}`."
-    if ramp not in _RAMPS: raise ValueError(f"Unknown ramp {ramp!r}: use one of {list(_RAMPS)}")
-    p = min(max(float(p), 0.), 1.)
-    if ramp == 'bits':
-        def at(dt):
-            if dt is None or start_bits is None: return dt
-            return QDtype(_round(start_bits + p * (dt.bits - start_bits)), dt.signed)
-        return OrderedDict((n, at(dt)) for n, dt in targets.items())
-    live = [n for n, dt in targets.items() if dt is not None]
-    on = set(live[:_round(p * len(live))])
-    return OrderedDict((n, dt if n in on else None) for n, dt in targets.items())
+    return RAMPS.get(ramp)(min(max(float(p), 0.), 1.), targets, start_bits)
 
 # %% ../../nbs/callbacks/00_quantize_callback.ipynb #5cdfc2c9
-def _load_criteria():
-    "Import the modules that register optional criteria (AdaRound), so their string shortcuts work."
-    try: import fasterquant.quantize.adaround  # noqa: F401  registers criteria='adaround'
-    except ImportError: pass
-
 def _param_scheduler_running(learn) -> bool:
     from fastai.callback.schedule import ParamScheduler
     return any(isinstance(cb, ParamScheduler) for cb in learn.cbs)
@@ -75,7 +78,7 @@ class QuantizeCallback(Callback):
         store_attr(but='schedule')
         self.dtype, self.schedule = get_dtype(dtype), get_schedule(schedule)
         self.act_dtype = None if act_dtype is None else get_dtype(act_dtype)
-        if ramp not in _RAMPS: raise ValueError(f"Unknown ramp {ramp!r}: use one of {list(_RAMPS)}")
+        RAMPS.get(ramp)
         if start_bits is not None and not (isinstance(start_bits, int) and 2 <= start_bits <= 8):
             raise ValueError(f"start_bits must be an integer from 2 to 8 (or None to start at the target), got {start_bits!r}")
         if not (isinstance(grid_every, int) and grid_every >= 1): raise ValueError(f"grid_every must be a positive integer, got {grid_every!r}")
@@ -86,142 +89,135 @@ class QuantizeCallback(Callback):
     def name(self): return 'qat'  # `learn.qat`; the default name, 'quantize', would hide `Learner.quantize`
 
     def _reset(self):
-        self._swapped, self._master, self._cache, self._calib = False, {}, None, None
+        self._swapped, self._cache, self._calib = False, None, None
         self._wstep, self._grid_step, self._acts_for, self._pct = 0, None, None, 0.
 
     def __repr__(self):
         return (f"QuantizeCallback(dtype={self.dtype}, granularity={self.granularity}, criteria={self.criteria}, "
                 f"schedule={self.schedule}, ramp={self.ramp}, start_bits={self.start_bits}, act_dtype={self.act_dtype})")
 
-# %% ../../nbs/callbacks/00_quantize_callback.ipynb #6b104cfe
-@patch
-def before_fit(self:QuantizeCallback):
-    self._active = False
-    self.run = not hasattr(self.learn, 'lr_finder') and not hasattr(self, 'gather_preds')
-    if not self.run: return
-    _load_criteria()
-    for old in {id(o): o for o in (self.quantizer, getattr(self.learn, 'quantizer', None))}.values():
-        if isinstance(old, Quantizer) and old.model is self.learn.model: old.remove()   # back to the float (master) weights
-    self._reset()
-    q = Quantizer(self.learn.model, self.granularity, self.context, self.criteria, self.schedule, self.dtype,
-                  self.act_dtype, self.group_size, self.layer_types, inplace=True)
-    object.__setattr__(self, 'quantizer', q)   # also `learn.quantizer` after fit: the same object, not a shadowing mistake
-    if q.context.needs_data or self.act_dtype is not None:
-        self._calib = calib_batches(self.learn.dls.train if self.calib is None else self.calib, self.n_batches)
-    self.targets = OrderedDict(q.context.assign(q, self._calib))
-    if not any(dt is not None for dt in self.targets.values()):
-        raise ValueError(f"QuantizeCallback: no layer to quantize (layer_types={[t.__name__ for t in self.layer_types]}, context={q.context})")
-    q.plan = self.targets
-    self.plan = OrderedDict((n, None) for n in self.targets)
-    self.hps = {'w_bits': [], 'q_frac': [], 'pct': []}
-    self._active = True
+    # ------------------------------------------------------------------ fit
+    def before_fit(self):
+        self._active = False
+        self.run = not hasattr(self.learn, 'lr_finder') and not hasattr(self, 'gather_preds')
+        if not self.run: return
+        for old in {id(o): o for o in (self.quantizer, getattr(self.learn, 'quantizer', None))}.values():
+            if isinstance(old, Quantizer) and old.model is self.learn.model: old.remove()   # back to the float (master) weights
+        self._reset()
+        q = Quantizer(self.learn.model, self.granularity, self.context, self.criteria, 'one_shot', self.dtype,
+                      self.act_dtype, self.group_size, self.layer_types, inplace=True)
+        object.__setattr__(self, 'quantizer', q)   # also `learn.quantizer` after fit: the same object, not a shadowing mistake
+        if q.context.needs_data or self.act_dtype is not None:
+            self._calib = calib_batches(self.learn.dls.train if self.calib is None else self.calib, self.n_batches, model=self.learn.model)
+        self.targets = OrderedDict(q.context.assign(q, self._calib))
+        if not any(dt is not None for dt in self.targets.values()):
+            raise ValueError(f"QuantizeCallback: no layer to quantize (layer_types={[t.__name__ for t in self.layer_types]}, context={q.context})")
+        q.plan = self.targets
+        self.plan = OrderedDict((n, None) for n in self.targets)
+        self.hps = {'w_bits': [], 'q_frac': [], 'pct': []}
+        self._guard_epochs()
+        self._active = True
 
-# %% ../../nbs/callbacks/00_quantize_callback.ipynb #07cba77e
-@patch
-def _update(self:QuantizeCallback, pct:float):
-    "Set the plan for training progress `pct`."
-    started = pct >= self.schedule.start_pct
-    plan = qat_plan(self.schedule(pct), self.targets, self.start_bits, self.ramp) if started else OrderedDict((n, None) for n in self.targets)
-    if plan != self.plan: self.plan, self._cache = plan, None
-    self._pct = pct
+    def _guard_epochs(self):
+        "Put the float master weights back if anything interrupts training (an exception, Ctrl-C) while quantized weights are in."
+        learn, run_epoch = self.learn, type(self.learn)._do_epoch
+        def _do_epoch():
+            try: run_epoch(learn)
+            except BaseException:
+                self._unguard(); self._active = False
+                self.quantizer.remove()   # float master weights back, activation fake-quant off
+                raise
+        learn._do_epoch = _do_epoch
 
-@patch
-def _log(self:QuantizeCallback):
-    "Record this training step's precision (as fastai's `ParamScheduler` records the learning rate)."
-    n_live = sum(dt is not None for dt in self.targets.values())
-    self.hps['w_bits'].append(_max_bits(self.plan)); self.hps['pct'].append(self._pct)
-    self.hps['q_frac'].append(sum(dt is not None for dt in self.plan.values()) / n_live)
+    def _unguard(self): self.learn.__dict__.pop('_do_epoch', None)
 
-@patch
-def _specs(self:QuantizeCallback) -> OrderedDict:
-    "The `QuantSpec` of every layer quantized in the current plan, for the current master weights (cached per optimizer step)."
-    if self._cache is not None and self._cache[0] == self._wstep: return self._cache[1]
-    q, old = self.quantizer, (self._cache[1] if self._cache is not None else None)
-    regrid = old is None or not self.training or self._grid_step is None or self._wstep - self._grid_step >= self.grid_every
-    specs = OrderedDict()
-    for n, dt in self.plan.items():
-        if dt is None: continue
-        w = q.layers[n].weight.detach()
-        if regrid: specs[n] = q.criteria.init_spec(w, dt, q.granularity, n)   # the shared grid (fit_grid) + round-to-nearest
-        else:
-            s, zp = old[n].expanded()
-            specs[n] = old[n].with_q(quantize(w.float(), s, zp, dt.qmin, dt.qmax))
-    if regrid: self._grid_step = self._wstep
-    self._cache = (self._wstep, specs)
-    return specs
+    # ------------------------------------------------------------------ per step
+    def _update(self, pct:float):
+        "Set the plan for training progress `pct`."
+        started = pct >= self.schedule.start_pct
+        plan = qat_plan(self.schedule(pct), self.targets, self.start_bits, self.ramp) if started else OrderedDict((n, None) for n in self.targets)
+        if plan != self.plan: self.plan, self._cache = plan, None
+        self._pct = pct
 
-@patch
-def _swap_in(self:QuantizeCallback):
-    if self._swapped: return
-    specs = self._specs()
-    with torch.no_grad():
-        for n, sp in specs.items():
-            w = self.quantizer.layers[n].weight
-            self._master[n] = w.detach().clone()
-            w.copy_(sp.dequantize().to(w.device, w.dtype))
-    self._swapped = True
-    self.quantizer.specs = OrderedDict(specs)
-    if self.act_dtype is not None and specs and self._acts_for != self.plan:
-        self.quantizer.calibrate_activations(self._calib)
-        self._acts_for = self.plan
+    def _log(self):
+        "Record this training step's precision (as fastai's `ParamScheduler` records the learning rate)."
+        n_live = sum(dt is not None for dt in self.targets.values())
+        self.hps['w_bits'].append(_max_bits(self.plan)); self.hps['pct'].append(self._pct)
+        self.hps['q_frac'].append(sum(dt is not None for dt in self.plan.values()) / n_live)
 
-@patch
-def _swap_out(self:QuantizeCallback):
-    if not self._swapped: return
-    with torch.no_grad():
-        for n, w in self._master.items(): self.quantizer.layers[n].weight.copy_(w)
-    self._master, self._swapped = {}, False
+    def _specs(self) -> OrderedDict:
+        "The `QuantSpec` of every layer quantized in the current plan, for the current master weights (cached per optimizer step)."
+        if self._cache is not None and self._cache[0] == self._wstep: return self._cache[1]
+        q, old = self.quantizer, (self._cache[1] if self._cache is not None else None)
+        regrid = old is None or not self.training or self._grid_step is None or self._wstep - self._grid_step >= self.grid_every
+        specs = OrderedDict()
+        for n, dt in self.plan.items():
+            if dt is None: continue
+            w = q.float_weight(n)
+            if regrid: specs[n] = q.criteria.init_spec(w, dt, q.granularity, n)   # the shared grid (fit_grid) + round-to-nearest
+            else:
+                s, zp = old[n].expanded()
+                specs[n] = old[n].with_q(quantize(w.float(), s, zp, dt.qmin, dt.qmax))
+        if regrid: self._grid_step = self._wstep
+        self._cache = (self._wstep, specs)
+        return specs
 
-# %% ../../nbs/callbacks/00_quantize_callback.ipynb #6e73da05
-@patch
-def before_batch(self:QuantizeCallback):
-    if not self._active: return
-    self._swap_out()   # in case a callback cancelled the previous batch before our `after_batch`
-    if self.training: self._update(self.pct_train)
-    self._swap_in()
+    def _swap_in(self):
+        "The fake-quantized weights of the current plan into the model (the Quantizer keeps the float master weights)."
+        if self._swapped: return
+        specs = self._specs()
+        self.quantizer.set_specs(specs)
+        self._swapped = True
+        if self.act_dtype is not None and specs and self._acts_for != self.plan:
+            self.quantizer.calibrate_activations(self._calib)
+            self._acts_for = self.plan
 
-@patch
-def after_backward(self:QuantizeCallback): self._swap_out()   # the optimizer steps the float master weights
+    def _swap_out(self):
+        "The float master weights back into the model (the optimizer steps them)."
+        if not self._swapped: return
+        self.quantizer.restore()
+        self._swapped = False
 
-@patch
-def after_step(self:QuantizeCallback): self._wstep += 1
+    def before_batch(self):
+        if not self._active: return
+        self._swap_out()   # in case a callback cancelled the previous batch before our `after_batch`
+        if self.training: self._update(self.pct_train)
+        self._swap_in()
 
-@patch
-def after_batch(self:QuantizeCallback):
-    if not self._active: return
-    self._swap_out()
-    if not self.training: return
-    self._log()
-    pb = getattr(getattr(self.learn, 'progress', None), 'pbar', None)
-    if pb is not None: pb.comment = f"{pb.comment or ''} W{self.hps['w_bits'][-1]} {self.hps['q_frac'][-1]:.0%}".strip()
+    def after_backward(self): self._swap_out()   # the optimizer steps the float master weights
+    def after_step(self): self._wstep += 1
 
-@patch
-def after_train(self:QuantizeCallback): self._swap_out()
-@patch
-def after_validate(self:QuantizeCallback): self._swap_out()
+    def after_batch(self):
+        if not self._active: return
+        self._swap_out()
+        if not self.training: return
+        self._log()
+        pb = getattr(getattr(self.learn, 'progress', None), 'pbar', None)
+        if pb is not None: pb.comment = f"{pb.comment or ''} W{self.hps['w_bits'][-1]} {self.hps['q_frac'][-1]:.0%}".strip()
 
-# %% ../../nbs/callbacks/00_quantize_callback.ipynb #4132dce9
-@patch
-def after_fit(self:QuantizeCallback):
-    if not self._active: return
-    self._swap_out()
-    self._active = False
-    if not self.hps.get('pct'): return   # no training step ran: nothing to bake
-    q, final = self.quantizer, qat_plan(1., self.targets, self.start_bits, self.ramp)
-    if self.plan != final:
-        warnings.warn(f"QuantizeCallback: training ended at {_max_bits(self.plan)} bits with {self.hps['q_frac'][-1]:.0%} of layers quantized; "
-                      f"baking the target {self.dtype} anyway (never trained at it): let the schedule end before the end of training (end_pct < 1)")
-    q.specs = OrderedDict()
-    for n, dt in final.items():
-        if dt is not None: q.set_spec(n, q.criteria.init_spec(q.layers[n].weight.detach(), dt, q.granularity, n))
-    if self.act_dtype is not None and self._acts_for != final: q.calibrate_activations(self._calib)
-    self.plan = final
-    rec = getattr(self.learn, 'recorder', None)
-    if rec is not None:
-        base = dict(getattr(rec, 'hps', {})) if _param_scheduler_running(self.learn) else {}
-        rec.hps = {**base, 'w_bits': self.hps['w_bits'], 'q_frac': self.hps['q_frac']}
-    self.learn.quantizer = q   # `learn.export_onnx` finds it after `fit(cbs=...)` has detached the callback
-    self._master, self._cache, self._calib = {}, None, None   # nothing heavy left to pickle with the learner
+    def after_train(self): self._swap_out()
+    def after_validate(self): self._swap_out()
+
+    # ------------------------------------------------------------------ the bake
+    def after_fit(self):
+        if not self._active: return
+        self._unguard()
+        self._swap_out()
+        self._active = False
+        if not self.hps.get('pct'): return   # no training step ran: nothing to bake
+        q, final = self.quantizer, qat_plan(1., self.targets, self.start_bits, self.ramp)
+        if self.plan != final:
+            warnings.warn(f"QuantizeCallback: training ended at {_max_bits(self.plan)} bits with {self.hps['q_frac'][-1]:.0%} of layers quantized; "
+                          f"baking the target {self.dtype} anyway (never trained at it): let the schedule end before the end of training (end_pct < 1)")
+        q.set_specs({n: q.criteria.init_spec(q.float_weight(n), dt, q.granularity, n) for n, dt in final.items() if dt is not None})
+        if self.act_dtype is not None and self._acts_for != final: q.calibrate_activations(self._calib)
+        self.plan = final
+        rec = getattr(self.learn, 'recorder', None)
+        if rec is not None:
+            base = dict(getattr(rec, 'hps', {})) if _param_scheduler_running(self.learn) else {}
+            rec.hps = {**base, 'w_bits': self.hps['w_bits'], 'q_frac': self.hps['q_frac']}
+        self.learn.quantizer = q   # `learn.export_onnx` finds it after `fit(cbs=...)` has detached the callback
+        self._cache, self._calib = None, None   # nothing heavy left to pickle with the learner
 
 # %% ../../nbs/callbacks/00_quantize_callback.ipynb #6cdaecc5
 def _learner_like(learn:Learner, model:nn.Module) -> Learner:
@@ -243,7 +239,6 @@ def quantize(self:Learner,
              layer_types=QUANTIZABLE, # module types whose weights are quantized
              **kwargs) -> Learner: # passed to the criteria's `fit` (e.g. AdaRound's `iters`)
     "Post-training quantization: a new `Learner` on the same data holding a quantized copy of the model (as `.model`, its `Quantizer` as `.quantizer`)."
-    _load_criteria()
     q = Quantizer(self.model, granularity, context, criteria, 'one_shot', dtype, act_dtype, group_size, layer_types)
     needs = q.criteria.needs_data or q.context.needs_data or q.act_dtype is not None
     if needs and calib is None:
@@ -272,15 +267,11 @@ def export_onnx(self:Learner,
                 **kwargs): # passed to `Quantizer.export_onnx` (e.g. `opset`, `dynamic_batch`)
     "Write the learner's quantized model as an exact QDQ ONNX file (see `Quantizer.export_onnx`); returns the path."
     q = _learner_quantizer(self)
-    try: import fasterquant.onnx.export  # noqa: F401  adds Quantizer.export_onnx
-    except ImportError as e:
-        raise ImportError("Learner.export_onnx needs fasterquant.onnx.export (Quantizer.export_onnx), which is not available "
-                          "in this installation") from e
     if sample is None:
         dl = getattr(self.dls, 'valid', None) if self.dls is not None else None
         if dl is None or not len(dl):
             raise ValueError("no validation data to take a sample input from (e.g. after load_learner): pass sample=")
-        sample = batch_inputs(next(iter(dl)), getattr(dl, 'n_inp', None))
+        sample = batch_inputs(next(iter(dl)), getattr(dl, 'n_inp', None) or 1)
         sample = sample[:1] if isinstance(sample, torch.Tensor) else tuple(t[:1] for t in sample)
     self.model.eval()
     return q.export_onnx(sample, path, **kwargs)

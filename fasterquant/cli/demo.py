@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['FMNIST_INSTALL', 'demo_data', 'param_bytes', 'quantized_bytes', 'timed', 'ort_accuracy', 'DemoRow', 'DemoResult',
-           'run_demo', 'plot_demo']
+__all__ = ['FMNIST_INSTALL', 'demo_data', 'param_bytes', 'quantized_bytes', 'timed', 'DemoRow', 'DemoResult', 'run_demo',
+           'plot_demo']
 
 # %% ../../nbs/cli/01_demo.ipynb #c75e9ff1
 FMNIST_INSTALL = "apt-get install dataset-fashion-mnist"
@@ -47,12 +47,6 @@ def timed(f, n:int=3):
     for _ in range(n):
         t0 = time.perf_counter(); r = f(); ts.append(time.perf_counter() - t0)
     return r, statistics.median(ts)
-
-def ort_accuracy(sess, x:torch.Tensor, y:torch.Tensor, bs:int=1000) -> float:
-    "Top-1 accuracy of an ONNX Runtime session on `(x, y)`."
-    name = sess.get_inputs()[0].name
-    correct = sum(int((sess.run(None, {name: xb.numpy()})[0].argmax(-1) == yb.numpy()).sum()) for xb, yb in zip(x.split(bs), y.split(bs)))
-    return correct / len(y)
 
 # %% ../../nbs/cli/01_demo.ipynb #855a158a
 @dataclass
@@ -109,8 +103,7 @@ def run_demo(dataset:str='fashion_mnist', # 'fashion_mnist' (falls back to 'digi
     from fasterquant.data.datasets import trained_model, accuracy_of, cache_dir, RECIPES
     from fasterquant.quantize.quantizer import Quantizer
     from fasterquant.quantize.adaround import adaround_quantize
-    import fasterquant.onnx.export  # noqa: F401 (adds Quantizer.export_onnx)
-    from fasterquant.onnx.export import ort_session
+    from fasterquant.onnx.runtime import ort_session, ort_accuracy
     from fasterquant.core.utils import atomic_path
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     notes = []

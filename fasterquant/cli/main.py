@@ -156,8 +156,9 @@ def print_scores(res, blocks=None, excluded=None, top:int=30, file=None):
 # %% ../../nbs/cli/00_cli.ipynb #24076f55
 def agreement(sens, model) -> dict:
     "KL divergence from the float outputs and top-1 agreement (classifier outputs only) of `model` on `sens`'s calibration feeds."
-    from fasterquant.sensitivity.onnx import run_onnx, output_distance
-    outs = run_onnx(model, sens.feeds)
+    from fasterquant.onnx.runtime import run_feeds
+    from fasterquant.core.metrics import output_distance
+    outs = run_feeds(model, sens.feeds)
     res = dict(kl=output_distance(sens.reference, outs, 'kl'), top1=None)
     ref = [np.concatenate([np.asarray(b[j]) for b in sens.reference]) for j in range(len(sens.reference[0]))]
     new = [np.concatenate([np.asarray(b[j]) for b in outs]) for j in range(len(outs[0]))]

@@ -9,7 +9,6 @@ from pathlib import Path
 from collections.abc import Mapping, Iterable
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnxruntime.quantization import QuantType, QuantFormat, CalibrationMethod, CalibrationDataReader, quantize_static
 from onnxruntime.quantization.calibrate import create_calibrator, TensorsData, save_tensors_data
 from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
@@ -18,56 +17,15 @@ from onnxruntime.quantization.quant_utils import load_model_with_shape_infer, up
 from fastcore.basics import store_attr
 from fastprogress.fastprogress import progress_bar
 from ..core.utils import atomic_path
+from ..core.registry import AxisRegistry
+from ..core.metrics import get_metric, metric_name, available_metrics, output_distance
+from ..onnx.runtime import run_feeds
 from .picker import Sensitivity, names_to_patterns
 
 # %% auto #0
-__all__ = ['kl_distance', 'mse_distance', 'cos_distance', 'available_metrics', 'get_metric', 'output_distance', 'onnx_inputs',
-           'FeedReader', 'get_quant_type', 'get_calibrate_method', 'default_op_types', 'load_for_quantization',
-           'calibrate_onnx', 'quantize_onnx', 'run_onnx', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes']
-
-# %% ../../nbs/sensitivity/01_onnx.ipynb #b84a0266
-def _log_softmax(x, axis=-1):
-    x = x - x.max(axis=axis, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=axis, keepdims=True))
-
-def kl_distance(ref:np.ndarray, out:np.ndarray) -> float:
-    "Mean KL(softmax(ref) || softmax(out)) over the last axis, averaged over all other positions."
-    lp, lq = _log_softmax(ref.astype(np.float64)), _log_softmax(out.astype(np.float64))
-    return float((np.exp(lp) * (lp - lq)).sum(-1).mean())
-
-def mse_distance(ref:np.ndarray, out:np.ndarray) -> float:
-    "Mean squared difference."
-    return float(((ref.astype(np.float64) - out.astype(np.float64)) ** 2).mean())
-
-def cos_distance(ref:np.ndarray, out:np.ndarray) -> float:
-    "One minus the cosine similarity of each sample (axis 0), averaged over samples."
-    a, b = ref.reshape(len(ref), -1).astype(np.float64), out.reshape(len(out), -1).astype(np.float64)
-    den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    cos = np.where(den > 0, (a * b).sum(1) / np.where(den > 0, den, 1), np.where((a == b).all(1), 1., 0.))
-    return float((1 - cos).mean())
-
-_METRICS = {'kl': kl_distance, 'mse': mse_distance, 'cos': cos_distance}
-
-def available_metrics():
-    "Names accepted for `metric`."
-    return list(_METRICS)
-
-def get_metric(metric):
-    "A distance function `(ref, out) -> float` from a name in `available_metrics()` or a callable."
-    if callable(metric): return metric
-    if isinstance(metric, str) and metric.lower() in _METRICS: return _METRICS[metric.lower()]
-    raise ValueError(f"Unknown metric {metric!r}: use one of {available_metrics()} or a function (ref, out) -> float")
-
-def output_distance(refs:list, # per batch, the list of reference outputs
-                    outs:list, # per batch, the list of outputs to compare
-                    metric='kl') -> float: # name or function
-    "Distance between two runs over the same batches: per output, over all samples; summed over the float outputs."
-    f, total = get_metric(metric), 0.0
-    for j in range(len(refs[0])):
-        r = np.concatenate([np.asarray(b[j]) for b in refs]); o = np.concatenate([np.asarray(b[j]) for b in outs])
-        if not np.issubdtype(r.dtype, np.floating): continue
-        total += f(r, o)
-    return total
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'onnx_inputs', 'FeedReader', 'get_quant_type', 'get_calibrate_method',
+           'default_op_types', 'load_for_quantization', 'calibrate_onnx', 'quantize_onnx', 'OnnxSensitivity',
+           'score_onnx', 'onnx_node_scopes']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -141,10 +99,12 @@ class FeedReader(CalibrationDataReader):
     def set_range(self, start_index:int, end_index:int): self.start, self.end = start_index, end_index; self.rewind()
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #63254740
-_QTYPES = {'int8': QuantType.QInt8, 'uint8': QuantType.QUInt8, 'int4': QuantType.QInt4, 'uint4': QuantType.QUInt4,
-           'int16': QuantType.QInt16, 'uint16': QuantType.QUInt16}
-_CALIBS = {'minmax': CalibrationMethod.MinMax, 'entropy': CalibrationMethod.Entropy,
-           'percentile': CalibrationMethod.Percentile, 'distribution': CalibrationMethod.Distribution}
+QUANT_TYPES = AxisRegistry('quantization type', QuantType)
+for _n, _v in dict(int8=QuantType.QInt8, uint8=QuantType.QUInt8, int4=QuantType.QInt4, uint4=QuantType.QUInt4,
+                   int16=QuantType.QInt16, uint16=QuantType.QUInt16).items(): QUANT_TYPES.register(_n, lambda v=_v: v)
+CALIBRATE_METHODS = AxisRegistry('calibration method', CalibrationMethod)
+for _n, _v in dict(minmax=CalibrationMethod.MinMax, entropy=CalibrationMethod.Entropy, percentile=CalibrationMethod.Percentile,
+                   distribution=CalibrationMethod.Distribution).items(): CALIBRATE_METHODS.register(_n, lambda v=_v: v)
 # quantize_static's mapping from its extra_options to the calibrator's options
 _CALIB_EXTRA = [("CalibTensorRangeSymmetric", "symmetric"), ("CalibMovingAverage", "moving_average"),
                 ("CalibMovingAverageConstant", "averaging_constant"), ("CalibMaxIntermediateOutputs", "max_intermediate_outputs"),
@@ -152,16 +112,11 @@ _CALIB_EXTRA = [("CalibTensorRangeSymmetric", "symmetric"), ("CalibMovingAverage
 
 def get_quant_type(t) -> QuantType:
     "ONNX Runtime `QuantType` from a `QuantType`, a name (`'int8'`, `'uint4'`, ...) or a fasterquant `QDtype`."
-    if isinstance(t, QuantType): return t
-    name = getattr(t, 'name', t)
-    if isinstance(name, str) and name.lower() in _QTYPES: return _QTYPES[name.lower()]
-    raise ValueError(f"Unknown quantization type {t!r}: use a QuantType or one of {list(_QTYPES)}")
+    return QUANT_TYPES.get(t if isinstance(t, (QuantType, str)) else getattr(t, 'name', t))
 
 def get_calibrate_method(m) -> CalibrationMethod:
     "ONNX Runtime `CalibrationMethod` from itself or a name."
-    if isinstance(m, CalibrationMethod): return m
-    if isinstance(m, str) and m.lower() in _CALIBS: return _CALIBS[m.lower()]
-    raise ValueError(f"Unknown calibration method {m!r}: use a CalibrationMethod or one of {list(_CALIBS)}")
+    return CALIBRATE_METHODS.get(m)
 
 def default_op_types() -> list[str]:
     "The op types `quantize_static` quantizes by default."
@@ -245,19 +200,6 @@ def quantize_onnx(model, # path or `ModelProto` of the float model
 def _n_qdq(model:onnx.ModelProto) -> int:
     return sum(n.op_type in ('QuantizeLinear', 'DequantizeLinear') for n in model.graph.node)
 
-def _session(model, providers=None, threads:int=0):
-    so = ort.SessionOptions(); so.log_severity_level = 3
-    if threads: so.intra_op_num_threads = threads
-    data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    return ort.InferenceSession(data, so, providers=providers or ['CPUExecutionProvider'])
-
-def run_onnx(model, # `ModelProto`, path or an `InferenceSession`
-             feeds:list, # feed dicts
-             providers:list=None) -> list[list[np.ndarray]]:
-    "All outputs of `model` on every feed dict, with ONNX Runtime."
-    sess = model if isinstance(model, ort.InferenceSession) else _session(model, providers)
-    return [sess.run(None, f) for f in feeds]
-
 # %% ../../nbs/sensitivity/01_onnx.ipynb #c5f09c76
 class OnnxSensitivity:
     "Per-node quantization sensitivity of an ONNX model: calibrate once, then quantize each node alone and measure the outputs."
@@ -289,7 +231,7 @@ class OnnxSensitivity:
             ranges = calibrate_onnx(self.model, self.feeds, self.op_types, calibrate_method, self.extra_options, providers)
             self.n_calibrations += 1
         self.ranges = ranges
-        self.reference = run_onnx(self.model, self.feeds, providers)
+        self.reference = run_feeds(self.model, self.feeds, providers=providers)
         self._base_qdq = _n_qdq(self.model)
 
     def targets(self) -> list[str]:
@@ -314,7 +256,7 @@ class OnnxSensitivity:
         "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        return output_distance(self.reference, run_onnx(m, self.feeds, self.providers), metric)
+        return output_distance(self.reference, run_feeds(m, self.feeds, providers=self.providers), metric)
 
     def score(self,
               nodes:list=None, # node names to score (default: `targets()`)
@@ -331,8 +273,8 @@ class OnnxSensitivity:
             except LookupError as e: skipped[node] = str(e); continue
             except Exception as e: failed[node] = f"{type(e).__name__}: {e}"[:500]; continue
             if math.isfinite(s): scores[node] = max(s, 0.0)  # KL can round to a hair below 0
-            else: failed[node] = f"non-finite {getattr(metric, '__name__', metric)} score {s}"
-        return Sensitivity(scores, failed, getattr(metric, '__name__', metric), {n: kinds.get(n, '') for n in nodes},
+            else: failed[node] = f"non-finite {metric_name(metric)} score {s}"
+        return Sensitivity(scores, failed, metric_name(metric), {n: kinds.get(n, '') for n in nodes},
                            skipped, time.perf_counter() - t0)
 
     def quantize(self, out, nodes_to_exclude=None, **kwargs):
@@ -343,7 +285,7 @@ class OnnxSensitivity:
 
     def evaluate(self, model, metric='kl') -> float:
         "Distance of `model`'s outputs (a path or `ModelProto`) from the float model's on the calibration inputs."
-        return output_distance(self.reference, run_onnx(model, self.feeds, self.providers), metric)
+        return output_distance(self.reference, run_feeds(model, self.feeds, providers=self.providers), metric)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #353cc4bf
 def score_onnx(model, # path or `ModelProto`

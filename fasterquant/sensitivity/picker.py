@@ -7,9 +7,10 @@ from __future__ import annotations
 import re, math, warnings
 from collections.abc import Mapping, Sequence
 from fastcore.basics import store_attr
+from ..core.registry import AxisRegistry
 
 # %% auto #0
-__all__ = ['anchored', 'names_to_patterns', 'names_regex', 'module_path', 'blocks_from_names', 'NearTieWarning',
+__all__ = ['BLOCK_AGGS', 'anchored', 'names_to_patterns', 'names_regex', 'module_path', 'blocks_from_names', 'NearTieWarning',
            'available_block_aggs', 'suggest_exclusion', 'summarize_exclusion', 'Sensitivity']
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #89ac59f7
@@ -66,16 +67,17 @@ def blocks_from_names(names, # target names (or scores keyed by them), or a mapp
 class NearTieWarning(UserWarning):
     "The cut separates near-equal scores: they end up in different precisions."
 
-_AGGS = {'sum': math.fsum, 'max': max, 'mean': lambda v: math.fsum(v) / len(v)}
+BLOCK_AGGS = AxisRegistry('block_agg')
+for _n, _f in dict(sum=math.fsum, max=max, mean=lambda v: math.fsum(v) / len(v)).items(): BLOCK_AGGS.register(_n, lambda f=_f: f)
 
 def available_block_aggs():
     "Names accepted for `block_agg`."
-    return list(_AGGS)
+    return BLOCK_AGGS.available()
 
 def _agg_fn(agg):
-    if not isinstance(agg, str) or agg not in _AGGS:
+    if not isinstance(agg, str) or agg not in BLOCK_AGGS:
         raise ValueError(f"block_agg must be one of {available_block_aggs()}, got {agg!r}")
-    return _AGGS[agg]
+    return BLOCK_AGGS.get(agg)
 
 def _check_scores(scores) -> dict[str, float]:
     if not isinstance(scores, Mapping):

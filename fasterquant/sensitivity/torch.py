@@ -4,7 +4,7 @@
 
 # %% ../../nbs/sensitivity/02_torch.ipynb #eaeea9e2
 from __future__ import annotations
-import math, time, warnings
+import contextlib, math, time, warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 import numpy as np
@@ -12,11 +12,13 @@ import torch
 from torch import nn, Tensor
 from fastcore.basics import store_attr
 from fastprogress.fastprogress import progress_bar
-from ..core.utils import calib_batches, run_model, to_device, model_device
-from ..quantize.grid import get_dtype, QDtype
-from ..quantize.quantizer import Quantizer, Context, ActQuant, register_context, get_context
+from ..core.calib import calib_batches
+from ..core.utils import run_model, to_device, model_device
+from ..core.metrics import output_distance, get_metric, metric_name
+from ..quantize.dtype import get_dtype, QDtype
+from ..quantize.context import Context, register_context
+from ..quantize.quantizer import Quantizer, ActQuant
 from .picker import Sensitivity, suggest_exclusion, blocks_from_names
-from .onnx import output_distance, get_metric
 
 # %% auto #0
 __all__ = ['TorchSensitivity', 'layer_sensitivity', 'score_torch', 'Exclude', 'greedy_mixed', 'Mixed']
@@ -33,50 +35,44 @@ def _run_all(model, batches) -> list:
     dev = model_device(model)
     with torch.no_grad(): return [_flat_outputs(run_model(model, to_device(b, dev))) for b in batches]
 
-def _float_weight(q:Quantizer, name:str) -> Tensor:
-    "The original float weight of layer `name`, even when the Quantizer has already written a fake-quantized one."
-    return q._orig.get(name, q.layers[name].weight).detach().clone()
-
 # %% ../../nbs/sensitivity/02_torch.ipynb #b2b4dc65
 class TorchSensitivity:
     "Per-layer sensitivity for a `Quantizer`: one float reference pass (which also records activation ranges), then one probe per layer."
     def __init__(self,
                  quantizer:Quantizer, # the Quantizer whose layers, grid and activation format are probed
-                 calib, # calibration data (anything `calib_batches` reads) or a list of model inputs
+                 calib, # calibration data (anything `calib_batches` reads)
                  n_batches:int=None): # use at most this many batches
-        self.q, self.batches = quantizer, calib_batches(calib, n_batches)
-        model = quantizer.model
-        self._restore = {n: (quantizer.layers[n].weight.detach().clone()) for n in quantizer.specs}
-        with torch.no_grad():  # score the float model, whatever state the Quantizer is in
-            for n in quantizer.specs: quantizer.layers[n].weight.copy_(_float_weight(quantizer, n))
-        self.act_quants = {}
-        hooks = []
-        if quantizer.act_dtype is not None:
-            self.act_quants = {n: ActQuant(quantizer.act_dtype) for n in quantizer.layers}
-            hooks = [quantizer.layers[n].register_forward_pre_hook(a) for n, a in self.act_quants.items()]
-        self.training = model.training
-        model.eval()
-        try: self.reference = _run_all(model, self.batches)
-        finally:
-            for h in hooks: h.remove()
+        self.q = quantizer
+        self.calib = calib_batches(calib, n_batches, model=quantizer.model)
+        self.act_quants = {n: ActQuant(quantizer.act_dtype) for n in quantizer.layers} if quantizer.act_dtype is not None else {}
+        self.training = quantizer.model.training
+        quantizer.model.eval()
+        with self._float(), self._hooks(self.act_quants): self.reference = _run_all(quantizer.model, self.calib)
         for n, a in self.act_quants.items():
             if a.lo is not None: a.freeze()
 
+    def _float(self):
+        "The float model, whatever state the Quantizer is in (its own weights and activation hooks come back afterwards)."
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.q.float_weights()); stack.enter_context(self.q.act_quant_disabled())
+        return stack
+
+    @contextlib.contextmanager
+    def _hooks(self, act_quants:dict):
+        "The scorer's own activation observers / fake-quantizers on their layers, for one block."
+        hs = [self.q.layers[n].register_forward_pre_hook(a) for n, a in act_quants.items()]
+        try: yield
+        finally:
+            for h in hs: h.remove()
+
     def probe(self, name:str, dtype=None, metric='kl') -> float:
         "Distance of the outputs when only layer `name` is quantized to `dtype` (default: the Quantizer's)."
-        q, m = self.q, self.q.layers[name]
+        q = self.q
         dtype = q.dtype if dtype is None else get_dtype(dtype)
-        w0 = m.weight.detach().clone()
-        spec = q.criteria.init_spec(_float_weight(q, name), dtype, q.granularity, name)
-        hook = None
-        try:
-            with torch.no_grad(): m.weight.copy_(spec.dequantize().to(m.weight.device, m.weight.dtype))
-            aq = self.act_quants.get(name)
-            if aq is not None and not aq.observing: hook = m.register_forward_pre_hook(aq)
-            return output_distance(self.reference, _run_all(q.model, self.batches), metric)
-        finally:
-            if hook is not None: hook.remove()
-            with torch.no_grad(): m.weight.copy_(w0)
+        spec = q.criteria.init_spec(q.float_weight(name), dtype, q.granularity, name)
+        aq = {name: self.act_quants[name]} if name in self.act_quants and not self.act_quants[name].observing else {}
+        with self._float(), q.applied({name: spec}), self._hooks(aq):
+            return output_distance(self.reference, _run_all(q.model, self.calib), metric)
 
     def score(self,
               layers:list=None, # layer names (default: all of the Quantizer's layers)
@@ -95,12 +91,10 @@ class TorchSensitivity:
             if math.isfinite(s): scores[n] = max(s, 0.0)
             else: failed[n] = f"non-finite score {s}"
         kinds = {n: type(self.q.layers[n]).__name__ for n in layers}
-        return Sensitivity(scores, failed, getattr(metric, '__name__', metric), kinds, seconds=time.perf_counter() - t0)
+        return Sensitivity(scores, failed, metric_name(metric), kinds, seconds=time.perf_counter() - t0)
 
     def close(self):
-        "Put back the weights the Quantizer had written, and the model's train/eval mode."
-        with torch.no_grad():
-            for n, w in self._restore.items(): self.q.layers[n].weight.copy_(w)
+        "Put the model back in its train/eval mode."
         self.q.model.train(self.training)
 
 def layer_sensitivity(quantizer:Quantizer, # whose layers are scored (its grid and activation format are used)
