@@ -5,17 +5,18 @@
 # %% auto #0
 __all__ = []
 
-# %% ../../nbs/quantize/99_all.ipynb #8bb1b5d7
+# %% ../../nbs/quantize/99_all.ipynb #bd508121
 import fasterquant.quantize.dtype as _dtype, fasterquant.quantize.granularity as _granularity, fasterquant.quantize.grid as _grid
 import fasterquant.quantize.criteria as _criteria, fasterquant.quantize.context as _context, fasterquant.quantize.schedule as _schedule
-import fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.adaround as _adaround
+import fasterquant.quantize.fold as _fold, fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.adaround as _adaround
 from .dtype import *
 from .granularity import *
 from .grid import *
 from .criteria import *
 from .context import *
 from .schedule import *
+from .fold import *
 from .quantizer import *
 from .layerwise import *
 from .adaround import *
-__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _quantizer, _layerwise, _adaround) for n in m.__all__]
+__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _quantizer, _layerwise, _adaround) for n in m.__all__]
