@@ -4,14 +4,14 @@
 
 # %% ../../nbs/core/00_utils.ipynb #bc02f113
 from __future__ import annotations
-import os, tempfile, contextlib
+import os, stat, tempfile, contextlib
 from pathlib import Path
 from collections.abc import Mapping
 import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'atomic_path']
+__all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'check_output', 'atomic_path']
 
 # %% ../../nbs/core/00_utils.ipynb #07398d2c
 def to_device(x, device):
@@ -39,17 +39,50 @@ def batch_size(inp) -> int:
     return batch_size(inp[0])
 
 # %% ../../nbs/core/00_utils.ipynb #79417beb
+def _same_file(a:Path, b:Path) -> bool:
+    try: return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError: return False
+
+def check_output(path, # where a file will be written
+                 inputs=(), # the files the command reads: the output must be none of them
+                 what:str='output'): # how the path is called in messages (e.g. '-o')
+    "Raise a one-line `ValueError` if a file cannot (or must not) be written at `path`; return it as a `Path`."
+    if path is None or str(path).strip() == '': raise ValueError(f"{what}: an empty path; give a file name such as model_int8.onnx")
+    p = Path(path)
+    if p.is_dir(): raise ValueError(f"{what} {p} is a folder: give a file path inside it")
+    if p.exists() and not p.is_file(): raise ValueError(f"{what} {p} exists and is not a regular file (a device or a pipe?): choose another path")
+    for i in inputs:
+        if i is None: continue
+        i = Path(i)
+        if _same_file(p, i) or p.resolve() == i.resolve():
+            raise ValueError(f"{what} {p} is the input {i}: inputs are never overwritten, choose another output path")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent: parent = parent.parent
+    if not parent.is_dir(): raise ValueError(f"{what} {p}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK): raise ValueError(f"{what} {p}: no permission to write in {parent}; choose a folder you can write to")
+    return p
+
+def _umask() -> int:
+    m = os.umask(0); os.umask(m)
+    return m
+
 @contextlib.contextmanager
 def atomic_path(path, # the final file path
                 suffix:str=None): # suffix of the temporary file (default: `path`'s)
-    "Yield a temporary path next to `path`; rename it to `path` only if the block succeeds."
-    path = Path(path)
+    "Yield a temporary path next to `path`; rename it to `path` only if the block succeeds (no file, and no new folder, otherwise)."
+    path = check_output(path)
+    created, d = [], path.parent
+    while not d.exists(): created.append(d); d = d.parent
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix or path.suffix or '.tmp')
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError): os.unlink(tmp)
+        for c in created:   # innermost first: only the folders this call made, and only if still empty
+            with contextlib.suppress(OSError): c.rmdir()
         raise

@@ -190,9 +190,18 @@ def to_qdq(proto:onnx.ModelProto, # float graph from `export_float_onnx` (not mo
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
     drop, new_inits, dq_nodes, before, meta, defined = set(), [], [], defaultdict(list), OrderedDict(), set()
+    seen = {}   # weight value -> the layer that owns its DequantizeLinear (layers sharing one weight share it)
     for name in quantizer.specs:
         sp, w = _layer_weight(quantizer, name)
         value, transposed = _locate(ix, nodes, name, w)
+        if value in seen:
+            owner = seen[value]
+            if not torch.equal(quantizer.specs[owner].q, sp.q): raise ValueError(f"layers {owner!r} and {name!r} share one weight but hold different integers")
+            meta[name] = dict(meta[owner], shared_with=owner)
+            if quantizer.act_quants.get(name) is not None and name not in meta[owner].get('act_for', [owner]):
+                raise ValueError(f"layer {name!r} shares its weight with {owner!r}: quantized activations for tied layers are not supported; keep one in float")
+            continue
+        seen[value] = name
         out, cons = value, ix.consumers.get(value, [])
         if (not transposed and w.ndim == 2 and len(cons) == 1 and _transpose_2d(nodes[cons[0]]) and value not in ix.outputs
                 and _fold_ok(sp, quantizer.act_quants.get(name))):
@@ -245,14 +254,17 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and `act_quants`)
     "Write a QDQ ONNX model whose weights are exactly `q`'s integers and scales; returns the path."
     if not isinstance(q, Quantizer): raise TypeError(f"expected a Quantizer, got {type(q).__name__}")
     if not q.specs: raise ValueError("nothing is quantized yet: call `quantize_model()` before `export_onnx`")
+    if any(p.is_meta for p in q.model.parameters()): raise ValueError("the model's parameters are on the meta device (no values): load its weights before exporting")
+    bad = sorted({str(q.layers[n].weight.dtype).replace('torch.', '') for n in q.specs} - {'float32'})
+    if bad: raise ValueError(f"the quantized layers hold {'/'.join(bad)} weights: export writes float32 graphs; call model.float() and quantize again")
     need = required_opset(q.specs, q.act_quants)
     opset = max(need, 17) if opset is None else opset
     if isinstance(opset, bool) or not isinstance(opset, int): raise ValueError(f"opset must be an integer (or None for the lowest that works), got {opset!r}")
     if opset < need:
         why = sorted({f"{sp.dtype}/{sp.granularity}" for sp in q.specs.values() if sp.min_opset > opset} |
                      {f"{aq.dtype} activations" for aq in q.act_quants.values() if aq.dtype.min_opset > opset})
-        raise ValueError(f"opset {opset} cannot hold {', '.join(why)} (4-bit tensors and blocked scales need opset >= {need}): "
-                         f"pass opset={need} or leave opset=None")
+        raise ValueError(f"opset {opset} is too old: {', '.join(why)} needs opset >= {need} (13 for 8-bit QDQ, 21 for 4-bit tensors "
+                         f"or blocked scales); pass opset={need} or leave opset=None")
     if check_runtime and any(sp.dtype.container_bits == 4 for sp in q.specs.values()): check_ort_int4()
     path = Path(path)
     with atomic_path(path) as tmp:

@@ -11,7 +11,7 @@ from ..core.registry import AxisRegistry
 
 # %% auto #0
 __all__ = ['BLOCK_AGGS', 'anchored', 'names_to_patterns', 'names_regex', 'module_path', 'blocks_from_names', 'NearTieWarning',
-           'available_block_aggs', 'suggest_exclusion', 'summarize_exclusion', 'Sensitivity']
+           'NothingExcludedWarning', 'available_block_aggs', 'suggest_exclusion', 'summarize_exclusion', 'Sensitivity']
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #89ac59f7
 def anchored(name:str) -> str:
@@ -66,6 +66,9 @@ def blocks_from_names(names, # target names (or scores keyed by them), or a mapp
 # %% ../../nbs/sensitivity/00_picker.ipynb #77f6bdf4
 class NearTieWarning(UserWarning):
     "The cut separates near-equal scores: they end up in different precisions."
+
+class NothingExcludedWarning(UserWarning):
+    "Coverage mode excluded nothing because the top target alone holds more than the coverage."
 
 BLOCK_AGGS = AxisRegistry('block_agg')
 for _n, _f in dict(sum=math.fsum, max=max, mean=lambda v: math.fsum(v) / len(v)).items(): BLOCK_AGGS.register(_n, lambda f=_f: f)
@@ -143,6 +146,12 @@ def _select(scores:Mapping[str, float], coverage:float=0.9, threshold:float=None
             if not s > threshold: break
         elif s <= 0 or math.fsum(mass + [s]) > budget: break  # zero-score targets carry no mass: never worth excluding
         taken.append(k); mass.append(s)
+    total = math.fsum(scores.values())
+    if threshold is None and not taken and order and total > 0 and scores[order[0]] > budget and (max_n is None or max_n > 0) and scores[order[0]] >= floor:
+        share = scores[order[0]] / total
+        warnings.warn(f"nothing excluded: {kind} {order[0]!r} alone holds {share:.0%} of the score, more than coverage={coverage:g} "
+                      f"(coverage keeps the top of the ranking only while it fits); use a threshold, or coverage >= {math.ceil(share * 100) / 100:g}",
+                      NothingExcludedWarning, stacklevel=3)
     if near_tie_ratio is not None and 0 < len(taken) < len(order):
         last, nxt = taken[-1], order[len(taken)]
         if scores[nxt] >= near_tie_ratio * scores[last]:
