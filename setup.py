@@ -38,6 +38,7 @@ setuptools.setup(
     url = cfg['git_url'],
     packages = setuptools.find_packages(include=['fasterquant', 'fasterquant.*']),
     include_package_data = True,
+    package_data = {'fasterquant': ['data/weights/*.pt']},  # the trained weights of the small models (see benchmarks/embed_weights.py)
     install_requires = requirements,
     extras_require={'dev': dev_requirements, 'bench': bench_requirements},
     dependency_links = cfg.get('dep_links','').split(),

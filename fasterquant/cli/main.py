@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'parse_blocks', 'sensitivity', 'format_scores', 'print_scores',
-           'agreement', 'cmd_score', 'cmd_onnx', 'cmd_demo', 'get_parser', 'main']
+__all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'check_args', 'parse_blocks', 'sensitivity', 'format_scores',
+           'print_scores', 'agreement', 'cmd_score', 'cmd_onnx', 'cmd_demo', 'get_parser', 'main']
 
 # %% ../../nbs/cli/00_cli.ipynb #98270ce8
 class CLIError(Exception):
@@ -58,6 +58,28 @@ def load_calib(path, model) -> dict:
     if len(set(ns.values())) != 1 or None in ns.values() or 0 in ns.values():
         raise CLIError(f"calibration arrays need the same, non-zero number of samples (first dim); got {ns}")
     return arrays
+
+def _positive(v, flag, zero_ok=False):
+    if v is not None and (v < 0 or (v == 0 and not zero_ok)):
+        raise CLIError(f"{flag} must be {'a non-negative' if zero_ok else 'a positive'} integer, got {v}")
+
+def check_args(args):
+    "Check every option of `score` / `onnx` before any work starts: ranges, op types, and the output path."
+    import math
+    from fasterquant.core.utils import check_output
+    _positive(args.batch_size, '--batch-size'); _positive(args.n_batches, '--n-batches')
+    for flag in ('top', 'max_nodes'): _positive(getattr(args, flag, None), '--' + flag.replace('_', '-'), zero_ok=True)
+    if getattr(args, 'block_depth', 1) < 1: raise CLIError(f"--block-depth must be at least 1, got {args.block_depth}")
+    cov, thr = getattr(args, 'coverage', None), getattr(args, 'threshold', None)
+    if thr is None and cov is not None and not 0 <= cov <= 1: raise CLIError(f"--coverage must be in [0, 1], got {cov}")
+    if thr is not None and not math.isfinite(thr): raise CLIError(f"--threshold must be a finite number, got {thr}")
+    if args.op_types:
+        from fasterquant.sensitivity.onnx import default_op_types
+        bad = sorted(set(args.op_types) - set(default_op_types()))
+        if bad: raise CLIError(f"--op-types: ONNX Runtime does not quantize {bad}; use some of {default_op_types()}")
+    if args.output is not None:
+        try: check_output(args.output, inputs=[args.model, args.calib], what='-o')
+        except ValueError as e: raise CLIError(str(e)) from None
 
 # %% ../../nbs/cli/00_cli.ipynb #072781e3
 import contextlib, logging
@@ -176,6 +198,7 @@ def _write(text:str, path=None):
 
 def cmd_score(args):
     "`fasterquant score`: the per-node sensitivity scores as CSV or JSON."
+    check_args(args)
     model = load_onnx(args.model)
     _, res = sensitivity(args, model)
     _write(format_scores(res, args.format, str(args.model)), args.output)
@@ -186,10 +209,9 @@ def _mb(n): return f"{n/1e6:.3f} MB"
 def cmd_onnx(args):
     "`fasterquant onnx`: score every node, choose what stays in float, quantize with ONNX Runtime, report agreement and size."
     from fasterquant.sensitivity.picker import suggest_exclusion, summarize_exclusion, NearTieWarning
+    check_args(args)
     model = load_onnx(args.model)
     out = Path(args.output)
-    if out.resolve() == Path(args.model).resolve(): raise CLIError("-o must differ from the input model (it is never overwritten)")
-    if args.threshold is None and not 0 <= args.coverage <= 1: raise CLIError(f"--coverage must be in [0, 1], got {args.coverage}")
     if args.blocks and args.blocks != ['auto']: parse_blocks(args.blocks, model)  # bad patterns fail before the scoring
     sens, res = sensitivity(args, model)
     blocks = parse_blocks(args.blocks, model, args.block_depth, names=list(res.scores))
@@ -289,7 +311,7 @@ def get_parser() -> argparse.ArgumentParser:
     _add_onnx_args(o)
     o.add_argument('-o', '--output', required=True, metavar='OUT.onnx', help="where to write the quantized model")
     rule = o.add_mutually_exclusive_group()
-    rule.add_argument('--coverage', type=float, default=0.9, help="keep in float the top nodes holding this fraction of the total score (default 0.9)")
+    rule.add_argument('--coverage', type=float, default=0.9, help="keep in float the highest-scoring nodes while together they hold at most this fraction of the total score (default 0.9); a node that alone holds more is never taken: use --threshold for it")
     rule.add_argument('--threshold', type=float, metavar='T', help="keep in float the nodes (blocks) scoring above T")
     o.add_argument('--blocks', nargs='+', metavar='auto|PATTERN', help="decide by block: 'auto' (from the node-name hierarchy) or NAME=REGEX / REGEX patterns")
     o.add_argument('--block-depth', type=int, default=1, metavar='N', help="module components naming a block with --blocks auto (default 1)")
@@ -318,7 +340,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.command is None: ap.print_help(); return 2
     try: return args.func(args) or 0
-    except (CLIError, FileNotFoundError, ValueError) as e:
+    except KeyboardInterrupt:
         if args.debug: raise
-        print(f"fasterquant {args.command}: error: {e}".splitlines()[0], file=sys.stderr)
+        print(f"fasterquant {args.command}: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if args.debug: raise
+        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        expected = isinstance(e, (CLIError, ValueError, TypeError, OSError))
+        hint = '' if expected else f" ({type(e).__name__}: rerun with --debug for the traceback)"
+        print(f"fasterquant {args.command}: error: {msg}{hint}", file=sys.stderr)
         return 1

@@ -12,9 +12,10 @@ from torch import nn
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'ExportableTensorDataset', 'Data', 'fmnist_available',
-           'fashion_mnist', 'digits', 'load_data', 'BasicBlock', 'SmallResNet', 'small_vit', 'timm_resnet18',
-           'cache_dir', 'build_model', 'accuracy_of', 'train_model', 'trained_model']
+__all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'EMBEDDED', 'ExportableTensorDataset', 'Data',
+           'fmnist_available', 'fashion_mnist', 'digits', 'load_data', 'BasicBlock', 'SmallResNet', 'small_vit',
+           'timm_resnet18', 'embedded_dir', 'recipe_file', 'cache_dir', 'build_model', 'accuracy_of', 'train_model',
+           'trained_model']
 
 # %% ../../nbs/data/00_datasets.ipynb #d090a859
 FMNIST_DIR = Path(os.environ.get('FASTERQUANT_FMNIST', '/usr/share/datasets/fashion-mnist'))
@@ -138,6 +139,19 @@ RECIPES = {
 }
 _ARCHS = {'SmallResNet': SmallResNet, 'small_vit': small_vit, 'timm_resnet18': timm_resnet18}
 
+EMBEDDED = ('resnet_fmnist', 'resnet_digits', 'vit_fmnist')
+
+def embedded_dir() -> Path:
+    "Where the package ships trained weights."
+    import importlib.util
+    return Path(importlib.util.find_spec('fasterquant').origin).parent/'data'/'weights'
+
+def recipe_file(name:str) -> str:
+    "The checkpoint file name of recipe `name`: the name and a hash of the recipe."
+    r = RECIPES.get(name)
+    if r is None: raise ValueError(f"Unknown model {name!r}: use one of {list(RECIPES)}")
+    return f"{name}-{hashlib.sha1(json.dumps(r, sort_keys=True).encode()).hexdigest()[:10]}.pt"
+
 def cache_dir() -> Path:
     "Where trained checkpoints are cached."
     p = Path(os.environ.get('FASTERQUANT_CACHE', Path.home()/'.cache'/'fasterquant'))
@@ -171,18 +185,18 @@ def train_model(model:nn.Module, data:Data, epochs:int=2, lr:float=3e-3, bs:int=
     else: learn.fit_one_cycle(epochs, lr)
     return learn
 
-def trained_model(name:str='resnet_fmnist', retrain:bool=False, quiet:bool=True) -> nn.Module:
-    "Model `name` trained on its dataset (from `RECIPES`), loaded from the cache when it was trained before; in eval mode."
-    r = RECIPES.get(name)
-    if r is None: raise ValueError(f"Unknown model {name!r}: use one of {list(RECIPES)}")
-    key = hashlib.sha1(json.dumps(r, sort_keys=True).encode()).hexdigest()[:10]
-    path = cache_dir()/f"{name}-{key}.pt"
-    model = build_model(name)
-    if path.exists() and not retrain:
-        model.load_state_dict(torch.load(path, map_location='cpu'))
-        return model.eval()
-    data = load_data(r['data'])
-    train_model(model, data, r['epochs'], r['lr'], r['bs'], quiet=quiet)
+def trained_model(name:str='resnet_fmnist', # a recipe of `RECIPES`
+                  retrain:bool=False, # train anew (and cache) even if weights are shipped or cached
+                  quiet:bool=True) -> nn.Module: # no training progress output
+    "Model `name` trained on its dataset: the shipped weights, else the cached ones, else trained now and cached; in eval mode."
+    fname, model = recipe_file(name), build_model(name)
+    if not retrain:
+        for d in (embedded_dir(), cache_dir()):
+            if (d/fname).exists():
+                model.load_state_dict(torch.load(d/fname, map_location='cpu'))
+                return model.eval()
+    r = RECIPES[name]
+    train_model(model, load_data(r['data']), r['epochs'], r['lr'], r['bs'], quiet=quiet)
     from fasterquant.core.utils import atomic_path
-    with atomic_path(path) as tmp: torch.save(model.state_dict(), tmp)
+    with atomic_path(cache_dir()/fname) as tmp: torch.save(model.state_dict(), tmp)
     return model.eval()
