@@ -48,7 +48,11 @@ def export_float_onnx(model:nn.Module, # the model (exported in eval mode, then 
     training = model.training
     model.eval()
     try:
-        with torch.no_grad(): n_out = _n_outputs(model(*inp))
+        try:
+            with torch.no_grad(): n_out = _n_outputs(model(*inp))
+        except RuntimeError as e:
+            raise ValueError(f"the model cannot run on the sample ({(str(e).strip().splitlines() or [''])[0][:200]}): pass an input "
+                             "the model takes, e.g. `xb[:1]` from a batch") from e
         input_names = input_names or (['input'] if len(inp) == 1 else [f'input_{i}' for i in range(len(inp))])
         output_names = output_names or (['output'] if n_out == 1 else [f'output_{i}' for i in range(n_out)])
         dyn = {n: {0: 'batch'} for n in [*input_names, *output_names]} if dynamic_batch else None

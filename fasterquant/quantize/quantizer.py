@@ -193,6 +193,11 @@ class Quantizer:
                             for n, dt in self.plan.items() if dt is not None})
             self.criteria.fit(self, calib, **kwargs)
             if self.act_dtype is not None: self.calibrate_activations(calib)
+        except RuntimeError as e:   # raised by the model itself, running on the calibration data
+            self.remove()
+            msg = (str(e).strip().splitlines() or [''])[0][:200]
+            raise ValueError(f"the model failed on the calibration data ({type(e).__name__}: {msg}); check that the batches match "
+                             "the model's inputs (shape, dtype, number of inputs)") from e
         except BaseException:
             self.remove(); raise
         return self.model
