@@ -115,7 +115,7 @@ def node_kind(n:fx.Node, # a node of an fx graph
         if isinstance(m, _ACT_MOD): return 'act'
         if isinstance(m, nn.AdaptiveAvgPool2d) and m.output_size in (1, (1, 1)): return 'gap'
         if isinstance(m, _PASS_MOD): return 'pass'
-        if isinstance(m, _ALIAS_MOD): return 'alias'
+        if isinstance(m, _ALIAS_MOD) or type(m).__name__ == 'DropPath': return 'alias'   # (timm's DropPath: the identity in eval)
         if isinstance(m, _BN_MOD): return 'bn'
         return 'float'
     if n.op == 'call_function':
@@ -162,9 +162,31 @@ class Placement:
     def __repr__(self): return f"Placement({len(self.points)} points ({sum(p.tied for p in self.points.values())} tied), {len(self.units)} quantized ops)"
 
 # %% ../../nbs/quantize/06b_placement.ipynb #e1d8fa89
+def _rows(y:Tensor, shape:tuple) -> Tensor:
+    "`y` (rows of a linear layer's output) back to `shape`, whose first (batch) dim is -1: static, so no `Shape` op reads a quantized tensor."
+    return y.reshape(shape)
+
+def _shapes(model, g, example) -> dict:
+    "Each fx node's output rank on `example` (one float forward pass), or {} when no example is given."
+    if example is None: return {}
+    from torch.fx.passes.shape_prop import ShapeProp
+    g2, env = fx.Graph(), {}
+    g2.output(g2.graph_copy(g, env))   # a copy: a GraphModule would take ownership of `g`
+    gm = fx.GraphModule(model, g2)
+    args = example if isinstance(example, tuple) else (example,)
+    if not all(isinstance(a, Tensor) for a in args): return {}
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(): ShapeProp(gm).propagate(*args)
+    finally: model.train(training)
+    meta = lambda n: env[n].meta.get('tensor_meta') if n in env else None
+    return {n: meta(n).shape for n in g.nodes if hasattr(meta(n), 'shape')}
+
 def place_points(model:nn.Module, # the model (its submodules and parameters are shared, not copied)
                  layers, # names of the quantized layers
-                 dtype) -> Placement: # activation format
+                 dtype, # activation format
+                 example=None) -> Placement: # an input batch: linear layers on N-D inputs are then run on rows (`Gemm`, which ONNX Runtime fuses)
     "Trace `model` with fx and insert an `ActPoint` on every tensor ONNX Runtime's integer kernels read or write."
     dtype, layers = get_dtype(dtype), set(layers)
     mods = dict(model.named_modules())
@@ -178,7 +200,8 @@ def place_points(model:nn.Module, # the model (its submodules and parameters are
     calls = [n.target for n in g.nodes if n.op == 'call_module' and n.target in layers]
     twice = sorted({t for t in calls if calls.count(t) > 1})
     if twice: raise PlacementError(f"layer {twice[0]!r} is called {calls.count(twice[0])} times in forward (one input grid per layer is needed)")
-    points, qv, tuple_src, units = OrderedDict(), {}, {}, []
+    shapes = _shapes(model, g, example)
+    points, qv, tuple_src, units, origin = OrderedDict(), {}, {}, [], {}   # origin: a point -> the node whose value it quantizes
     kind = lambda n: node_kind(n, mods, layers)
     def add_point(node, aq=None, tied=False):
         name = f"p{len(points)}"
@@ -186,6 +209,7 @@ def place_points(model:nn.Module, # the model (its submodules and parameters are
         with g.inserting_after(node): new = g.call_module(f"_fq.{name}", (node,))
         node.replace_all_uses_with(new, delete_user_cb=lambda u: u is not new)
         qv[node] = qv[new] = new
+        origin[new] = origin.get(node, node)
         return new
     def ensure(node): return qv[node] if node in qv else add_point(node)
     def chain(node):
@@ -214,10 +238,21 @@ def place_points(model:nn.Module, # the model (its submodules and parameters are
         if n.op == 'call_module' and str(n.target).startswith('_fq.'): continue
         k = kind(n)
         if k == 'layer':
-            x, ch = ensure(n.args[0]), chain(n)
-            linear_float = isinstance(mods[n.target], nn.Linear) and kind(ch[-1]) != 'act' and float_only(ch[-1])
-            out = None if linear_float else add_point(ch[-1], ActQuant(dtype, cap(ch[-1])))
+            x, ch, lin = ensure(n.args[0]), chain(n), mods[n.target]
+            rows = isinstance(lin, nn.Linear) and len(shapes.get(origin.get(x, x), ())) > 2 and not any(kind(c) == 'bn' for c in ch)
+            end, x0 = ch[-1], x
+            float_out = isinstance(lin, nn.Linear) and kind(end) != 'act' and float_only(end)
+            if rows:   # x -> reshape(-1, K) -> tied point -> linear -> ... -> [point] -> back to x's leading dims -> [tied point]
+                with g.inserting_before(n): r = g.call_method('reshape', (x, -1, lin.in_features))
+                n.replace_input_with(x, r)
+                x = add_point(r, points[x.target[4:]].aq, tied=True)
+            out = None if float_out else add_point(end, ActQuant(dtype, cap(end)))
             units.append(Unit('layer', n, ch, [x], out, n.target))
+            if rows:
+                last = out if out is not None else end
+                with g.inserting_after(last): back = g.call_function(_rows, (last, (-1, *shapes[origin.get(x0, x0)][1:-1], lin.out_features)))
+                last.replace_all_uses_with(back, delete_user_cb=lambda u: u is not back)
+                if out is not None: add_point(back, points[out.target[4:]].aq, tied=True)
         elif k == 'add':
             xs, ch = [ensure(a) for a in n.args[:2]], chain(n)
             units.append(Unit('add', n, ch, xs, add_point(ch[-1], ActQuant(dtype, cap(ch[-1])))))

@@ -246,8 +246,9 @@ class Quantizer:
         if self.act_dtype is None: raise ValueError("this Quantizer has no act_dtype: activations stay float")
         calib = calib_batches(calib, model=self.model)
         self._drop_acts()
+        dev = model_device(self.model)
         try:
-            pl = place_points(self.model, list(self.specs), self.act_dtype)
+            pl = place_points(self.model, list(self.specs), self.act_dtype, example=calib.limit(2).to(dev)[0])
             self.placement = pl
             install_placement(self.model, pl)
             self.act_quants = OrderedDict((n, pl.layer_inputs[n]) for n in self.specs if n in pl.layer_inputs)
@@ -259,7 +260,7 @@ class Quantizer:
             self.act_quants = OrderedDict((n, ActQuant(self.act_dtype)) for n in self.specs)
             self._add_act_hooks()
             grids = list(self.act_quants.values())
-        dev, training = model_device(self.model), self.model.training
+        training = self.model.training
         self.model.eval()
         try:
             with torch.no_grad():
