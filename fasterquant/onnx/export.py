@@ -231,8 +231,9 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     rename = _compact(proto, weight_only=quantizer.act_dtype is None) if compact else {}
     meta = {'w': {l: rename.get(v[0], v[0]) for l, v in weights.items()},
             't': [l for l, v in weights.items() if v[1]],
-            'd': {l: v[2] for l, v in weights.items() if v[2].upper() != v[3]}}
-    if quantizer.act_dtype is not None: meta['a'] = str(quantizer.act_dtype)
+            'd': {l: v[2] for l, v in weights.items() if v[2].upper() != v[3]},
+            'a': None if quantizer.act_dtype is None else str(quantizer.act_dtype)}
+    meta = {k: v for k, v in meta.items() if v}   # (empty fields are left out: every byte counts in a small model's file)
     helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props}, META_KEY: json.dumps(meta, separators=(',', ':'))})
     return proto
 
@@ -425,7 +426,7 @@ def dequantized_weights(path) -> dict:
     outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes]
     m = helper.make_model(helper.make_graph(nodes, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
     res = dict(zip((n.output[0] for n in nodes), ort_session(m, optimize=False).run(None, {})))
-    return {l: (res[n.output[0]].T if l in meta['t'] else res[n.output[0]]) for l, n in dqs.items()}
+    return {l: (res[n.output[0]].T if l in meta.get('t', []) else res[n.output[0]]) for l, n in dqs.items()}
 
 # %% ../../nbs/onnx/01_export.ipynb #fdebe4ae
 class ExportReport:
@@ -459,7 +460,7 @@ def export_report(path, # an ONNX file written by `export_onnx`
     for l, n in dqs.items():
         qt, st = inits[n.input[0]], inits[n.input[1]]
         odt = TensorProto.DataType.Name(qt.data_type)
-        dt = meta['d'].get(l, odt.lower())
+        dt = meta.get('d', {}).get(l, odt.lower())
         gran = f"group{_attr(n, 'block_size')}" if _attr(n, 'block_size', 0) else ('tensor' if int(np.prod(st.dims)) == 1 else 'channel')
         r = dict(layer=l, dtype=dt, onnx_dtype=odt, granularity=gran, act_dtype=meta.get('a', 'float32'))
         if quantizer is not None:

@@ -133,6 +133,24 @@ class Quantizer:
             q = torch.round(self._float_bias[n].double().cpu() / s.double()).clamp(-2**31, 2**31 - 1)
             with torch.no_grad(): b.copy_((q.float() * s).to(b.device, b.dtype))
 
+    def _fit_bias_grids(self):
+        "Widen the weight scale of the (nearly all-zero) channels whose bias does not fit an int32 on `s_x·s_w`, as ONNX Runtime's quantizer does."
+        lim, new = 2**31 - 1, {}
+        for n, sp in self.specs.items():
+            s_b = self.bias_scale(n)
+            if s_b is None: continue
+            b = self._float_bias.get(n, self.layers[n].bias.detach()).double().cpu()
+            over = b.abs() / s_b.double() > lim
+            if not bool(over.any()): continue
+            need = (b.abs() / (s_b.double() / sp.scale.double().reshape(-1).expand_as(b)) / lim * (1 + 1e-6))   # the smallest scale that fits
+            scale = torch.where(over, torch.maximum(need, sp.scale.double().reshape(-1).expand_as(b)), sp.scale.double().reshape(-1).expand_as(b))
+            if sp.granularity.name == 'tensor': scale = scale.max().reshape(sp.scale.shape)
+            scale = scale.float().reshape(sp.scale.shape)
+            s_full, z_full = sp.granularity.expand(scale, sp.q.shape), sp.granularity.expand(sp.zero_point, sp.q.shape)
+            q = (torch.round(self.float_weight(n).float().cpu() / s_full) + z_full).clamp(sp.qmin, sp.qmax).to(torch.int32)
+            new[n] = QuantSpec(q, scale, sp.zero_point, sp.dtype, sp.granularity)
+        if new: self.set_specs(new)
+
     def restore(self, names=None):
         "Put the float weights (and biases) of `names` (default: every quantized layer) back into the model and forget their specs."
         names = list(self._float) if names is None else [n for n in names if n in self._float]
@@ -271,6 +289,7 @@ class Quantizer:
             if aq is None or aq.lo is None: raise ValueError(f"layer {n} saw no input during activation calibration")
         if any(aq.lo is None for aq in grids): raise ValueError("an activation point saw no value during calibration (a branch the calibration data never takes?)")
         for aq in grids: aq.freeze()
+        self._fit_bias_grids()
         self.set_specs(OrderedDict(self.specs))   # biases on their grids s_x·s_w, now that the input grids are known
 
     @contextlib.contextmanager
