@@ -15,6 +15,7 @@ from ..quantize.dtype import QDtype, get_dtype
 from ..quantize.grid import quantize
 from ..quantize.schedule import Schedule, get_schedule
 from ..quantize.quantizer import Quantizer, QUANTIZABLE
+from ..quantize.fold import bn_pairs, bn_factor, mirror_spec
 from ..core.registry import AxisRegistry
 from ..core.calib import calib_batches, batch_inputs
 
@@ -74,7 +75,8 @@ class QuantizeCallback(Callback):
                  layer_types=QUANTIZABLE, # module types whose weights are quantized
                  grid_every:int=1, # refit the grid every this many steps (integers are re-rounded at every step)
                  calib=None, # data for activation calibration and data-driven contexts (default: the learner's training set)
-                 n_batches:int=4): # number of calibration batches
+                 n_batches:int=4, # number of calibration batches
+                 fold_bn:bool=True): # at the bake, fold BatchNorm into the layers, exactly (trained integers kept)
         store_attr(but='schedule')
         self.dtype, self.schedule = get_dtype(dtype), get_schedule(schedule)
         self.act_dtype = None if act_dtype is None else get_dtype(act_dtype)
@@ -82,7 +84,7 @@ class QuantizeCallback(Callback):
         if start_bits is not None and not (isinstance(start_bits, int) and 2 <= start_bits <= 8):
             raise ValueError(f"start_bits must be an integer from 2 to 8 (or None to start at the target), got {start_bits!r}")
         if not (isinstance(grid_every, int) and grid_every >= 1): raise ValueError(f"grid_every must be a positive integer, got {grid_every!r}")
-        self.quantizer, self.hps, self.plan, self._active = None, {}, OrderedDict(), False
+        self.quantizer, self.hps, self.plan, self._active, self._bn = None, {}, OrderedDict(), False, {}
         self._reset()
 
     @property
@@ -102,10 +104,13 @@ class QuantizeCallback(Callback):
         self.run = not hasattr(self.learn, 'lr_finder') and not hasattr(self, 'gather_preds')
         if not self.run: return
         for old in {id(o): o for o in (self.quantizer, getattr(self.learn, 'quantizer', None))}.values():
-            if isinstance(old, Quantizer) and old.model is self.learn.model: old.remove()   # back to the float (master) weights
+            if isinstance(old, Quantizer) and old.model is self.learn.model:
+                unfolded = bool(old.folded)
+                old.remove()   # back to the float (master) weights, BatchNorm unfolded
+                if unfolded: self._renew_opt()
         self._reset()
         q = Quantizer(self.learn.model, self.granularity, self.context, self.criteria, 'one_shot', self.dtype,
-                      self.act_dtype, self.group_size, self.layer_types, inplace=True)
+                      self.act_dtype, self.group_size, self.layer_types, inplace=True, fold_bn=False)   # BatchNorm trains; folded at the bake
         object.__setattr__(self, 'quantizer', q)   # also `learn.quantizer` after fit: the same object, not a shadowing mistake
         if q.context.needs_data or self.act_dtype is not None:
             self._calib = calib_batches(self.learn.dls.train if self.calib is None else self.calib, self.n_batches, model=self.learn.model)
@@ -113,10 +118,19 @@ class QuantizeCallback(Callback):
         if not any(dt is not None for dt in self.targets.values()):
             raise ValueError(f"QuantizeCallback: no layer to quantize (layer_types={[t.__name__ for t in self.layer_types]}, context={q.context})")
         q.plan = self.targets
+        self._bn = {l: b for l, b in bn_pairs(self.learn.model).items() if l in self.targets} if self.fold_bn else {}
         self.plan = OrderedDict((n, None) for n in self.targets)
         self.hps = {'w_bits': [], 'q_frac': [], 'pct': []}
         self._guard_epochs()
         self._active = True
+
+    def _renew_opt(self):
+        "A new optimizer on the model's parameters as they are now (after unfolding), with the old one's hyper-parameters (lr, wd, ...)."
+        learn = self.learn
+        hypers = [dict(h) for h in learn.opt.hypers] if learn.opt is not None else None
+        learn.create_opt()
+        if hypers is not None and len(hypers) == len(learn.opt.hypers):
+            for h, old in zip(learn.opt.hypers, hypers): h.update(old)
 
     def _guard_epochs(self):
         "Put the float master weights back if anything interrupts training (an exception, Ctrl-C) while quantized weights are in."
@@ -145,6 +159,13 @@ class QuantizeCallback(Callback):
         self.hps['w_bits'].append(_max_bits(self.plan)); self.hps['pct'].append(self._pct)
         self.hps['q_frac'].append(sum(dt is not None for dt in self.plan.values()) / n_live)
 
+    def _init_spec(self, n, w, dt):
+        "The criteria's grid and RTN integers for layer `n`; mirrored where the BatchNorm after it has `gamma < 0` (see above)."
+        q = self.quantizer
+        make = lambda w_: q.criteria.init_spec(w_, dt, q.granularity, n)
+        bn = self._bn.get(n)
+        return make(w) if bn is None else mirror_spec(make, w, bn_factor(self.learn.model.get_submodule(bn)))
+
     def _specs(self) -> OrderedDict:
         "The `QuantSpec` of every layer quantized in the current plan, for the current master weights (cached per optimizer step)."
         if self._cache is not None and self._cache[0] == self._wstep: return self._cache[1]
@@ -154,7 +175,7 @@ class QuantizeCallback(Callback):
         for n, dt in self.plan.items():
             if dt is None: continue
             w = q.float_weight(n)
-            if regrid: specs[n] = q.criteria.init_spec(w, dt, q.granularity, n)   # the shared grid (fit_grid) + round-to-nearest
+            if regrid: specs[n] = self._init_spec(n, w, dt)   # the shared grid (fit_grid) + round-to-nearest
             else:
                 s, zp = old[n].expanded()
                 specs[n] = old[n].with_q(quantize(w.float(), s, zp, dt.qmin, dt.qmax))
@@ -209,8 +230,10 @@ class QuantizeCallback(Callback):
         if self.plan != final:
             warnings.warn(f"QuantizeCallback: training ended at {_max_bits(self.plan)} bits with {self.hps['q_frac'][-1]:.0%} of layers quantized; "
                           f"baking the target {self.dtype} anyway (never trained at it): let the schedule end before the end of training (end_pct < 1)")
-        q.set_specs({n: q.criteria.init_spec(q.float_weight(n), dt, q.granularity, n) for n, dt in final.items() if dt is not None})
-        if self.act_dtype is not None and self._acts_for != final: q.calibrate_activations(self._calib)
+        q.set_specs({n: self._init_spec(n, q.float_weight(n), dt) for n, dt in final.items() if dt is not None})
+        folded = bool(self.fold_bn and q.fold())   # exact: the trained integers are kept (this drops the activation grids: the graph changed)
+        if self.act_dtype is not None and (folded or self._acts_for != final): q.calibrate_activations(self._calib)
+        if folded: self.learn.opt = None   # its parameters were the unfolded model's; `fit` makes a new one (and `before_fit` unfolds first)
         self.plan = final
         rec = getattr(self.learn, 'recorder', None)
         if rec is not None:

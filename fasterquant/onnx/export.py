@@ -17,14 +17,14 @@ from .runtime import as_inputs, check_ort_int4, ort_session
 from ..core.utils import atomic_path, model_device, to_device
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'act_qdq', 'to_qdq', 'export_quantizer',
-           'dequantized_weights', 'ExportReport', 'export_report', 'adaround_to_onnx']
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'to_qdq', 'export_quantizer', 'dequantized_weights',
+           'ExportReport', 'export_report', 'adaround_to_onnx']
 
 # %% ../../nbs/onnx/01_export.ipynb #37a99fbd
 def required_opset(specs:dict, # layer name -> `QuantSpec`
-                   act_quants:dict=None): # layer name -> `ActQuant`
-    "The lowest opset that holds `specs` and `act_quants`: the strictest of their `min_opset`."
-    return max([13] + [sp.min_opset for sp in specs.values()] + [aq.dtype.min_opset for aq in (act_quants or {}).values()])
+                   act_quants:dict=None): # layer name -> `ActQuant` (8-bit containers: opset 13)
+    "The lowest opset that holds `specs` (and 8-bit activation pairs): the strictest of their `min_opset`."
+    return max([13] + [sp.min_opset for sp in specs.values()])
 
 # %% ../../nbs/onnx/01_export.ipynb #7fd29710
 _TS_MAX_OPSET = 20
@@ -41,7 +41,7 @@ def export_float_onnx(model:nn.Module, # the model (exported in eval mode, then 
                       dynamic_batch:bool=True, # keep dim 0 of inputs and outputs dynamic
                       input_names=None, # default 'input' (or 'input_0', ...)
                       output_names=None): # default 'output' (or 'output_0', ...)
-    "The float ONNX graph of `model` with BatchNorm unfolded and weights under their parameter names."
+    "The ONNX graph of `model` as it runs, weights under their parameter names (BatchNorm as its own node, activation points as QDQ pairs)."
     if isinstance(opset, bool) or not isinstance(opset, int) or not 13 <= opset <= onnx.defs.onnx_opset_version():
         raise ValueError(f"opset must be an integer from 13 to {onnx.defs.onnx_opset_version()} (QDQ with per-channel scales needs 13), got {opset!r}")
     inp = to_device(as_inputs(sample), model_device(model))
@@ -108,28 +108,25 @@ def _locate(ix, nodes, name:str, w:np.ndarray):
                      f"context={{{name!r}: None}}")
 
 # %% ../../nbs/onnx/01_export.ipynb #0cb642cc
-_COMPUTE = {'Conv', 'Gemm', 'MatMul', 'ConvTranspose'}
-_PASS = {'Identity', 'Transpose', 'Cast', 'Reshape'}
+def _attr(n, name, default=None):
+    a = next((a for a in n.attribute if a.name == name), None)
+    return default if a is None else helper.get_attribute_value(a)
+
+def _set_attr(n, name, value):
+    for a in list(n.attribute):
+        if a.name == name: n.attribute.remove(a)
+    n.attribute.append(helper.make_attribute(name, value))
 
 def _transpose_2d(n):
-    perm = next((list(a.ints) for a in n.attribute if a.name == 'perm'), None)
-    return n.op_type == 'Transpose' and perm in (None, [1, 0])
-
-def _compute_nodes(ix, nodes, value):
-    "Indices of the Conv/Gemm/MatMul nodes that read `value`, through shape-only nodes."
-    out = []
-    for i in ix.consumers.get(value, []):
-        n = nodes[i]
-        if n.op_type in _COMPUTE: out.append(i)
-        elif n.op_type in _PASS: out += _compute_nodes(ix, nodes, n.output[0])
-    return out
+    return n.op_type == 'Transpose' and _attr(n, 'perm') in (None, [1, 0])
 
 # %% ../../nbs/onnx/01_export.ipynb #d4e2346c
-def weight_dq(name:str, # layer name (prefixes the new initializers)
+def weight_dq(name:str, # value name prefix for the new initializers
               spec:QuantSpec, # the exact integers and scales
               out:str, # the value the node produces
               opset:int, # target opset
-              transposed:bool=False): # write `q.T` (a 2-D weight read through `Transpose`)
+              transposed:bool=False, # write `q.T` (a 2-D weight read through `Transpose`, or by a `Gemm` with `transB=0`)
+              zero_point:bool=True): # write the zero point (always written when it is not all zeros)
     "Initializers (`q`, `scale`, `zero_point`) and the `DequantizeLinear` node reproducing `spec.dequantize()` exactly."
     if opset < spec.min_opset:
         raise ValueError(f"layer {name!r}: {spec.dtype} with granularity {spec.granularity} needs opset >= {spec.min_opset} (got {opset}): pass opset={spec.min_opset}")
@@ -139,37 +136,13 @@ def weight_dq(name:str, # layer name (prefixes the new initializers)
     s = g.onnx_scale(spec.scale.detach().float().cpu().numpy(), transposed)
     zp = g.onnx_scale(spec.zero_point.cpu().numpy(), transposed)
     inits = [numpy_helper.from_array(np.ascontiguousarray(q.T if transposed else q).astype(npdt), f"{name}.weight_quantized"),
-             numpy_helper.from_array(np.ascontiguousarray(s, dtype=np.float32), f"{name}.weight_scale"),
-             numpy_helper.from_array(np.ascontiguousarray(zp).astype(npdt), f"{name}.weight_zero_point")]
+             numpy_helper.from_array(np.ascontiguousarray(s, dtype=np.float32), f"{name}.weight_scale")]
+    if zero_point or np.any(zp): inits.append(numpy_helper.from_array(np.ascontiguousarray(zp).astype(npdt), f"{name}.weight_zero_point"))
     node = helper.make_node('DequantizeLinear', [t.name for t in inits], [out], name=f"{name}.weight_DequantizeLinear", **g.onnx_attrs(transposed))
     return inits, node
 
-# %% ../../nbs/onnx/01_export.ipynb #5f308abc
-def act_qdq(name:str, # layer name
-            aq, # the layer's calibrated `ActQuant`
-            x:str, # the activation value to quantize
-            opset:int): # target opset
-    "Initializers, nodes (`[Clip] → QuantizeLinear → DequantizeLinear`) and output value fake-quantizing `x` exactly as `aq`."
-    if aq.scale is None: raise ValueError(f"layer {name!r}: activation quantizer is not calibrated; run `quantize_model(calib=...)`")
-    _, npdt = aq.dtype.onnx_type(opset)
-    s = np.asarray(aq.scale.detach().float().cpu(), np.float32).reshape(())
-    zp = np.asarray(int(aq.zero_point)).astype(npdt)
-    inits = [numpy_helper.from_array(s, f"{name}.input_scale"), numpy_helper.from_array(zp, f"{name}.input_zero_point")]
-    nodes, src = [], x
-    if aq.dtype.container_range != (aq.dtype.qmin, aq.dtype.qmax):
-        z = int(aq.zero_point)
-        lo, hi = (np.float32(aq.dtype.qmin - z) * s), (np.float32(aq.dtype.qmax - z) * s)
-        inits += [numpy_helper.from_array(np.asarray(lo, np.float32), f"{name}.input_min"),
-                  numpy_helper.from_array(np.asarray(hi, np.float32), f"{name}.input_max")]
-        nodes.append(helper.make_node('Clip', [x, f"{name}.input_min", f"{name}.input_max"], [f"{name}.input_clipped"], name=f"{name}.input_Clip"))
-        src = f"{name}.input_clipped"
-    nodes += [helper.make_node('QuantizeLinear', [src, inits[0].name, inits[1].name], [f"{name}.input_quantized"], name=f"{name}.input_QuantizeLinear"),
-              helper.make_node('DequantizeLinear', [f"{name}.input_quantized", inits[0].name, inits[1].name], [f"{name}.input_dequantized"],
-                               name=f"{name}.input_DequantizeLinear")]
-    return inits, nodes, f"{name}.input_dequantized"
-
 # %% ../../nbs/onnx/01_export.ipynb #b3a7c6a0
-META_KEY = 'fasterquant.layers'
+META_KEY = 'fasterquant'
 
 def _layer_weight(quantizer, name):
     sp = quantizer.specs[name]
@@ -181,101 +154,252 @@ def _layer_weight(quantizer, name):
     return sp, w.numpy()
 
 def _fold_ok(spec, aq):
-    "Whether the transpose of a MatMul weight may be folded into the integers (see below)."
+    "Whether the transpose of a MatMul weight may be folded into the integers (see above)."
     return not (aq is not None and 'block_size' in spec.granularity.onnx_attrs() and spec.dtype.container_bits == 8)
 
-def to_qdq(proto:onnx.ModelProto, # float graph from `export_float_onnx` (not modified)
-           quantizer:Quantizer, # holds the exact `specs` (and `act_quants`)
-           opset:int=None): # the proto's opset (read from it by default)
-    "A copy of `proto` whose quantized weights are `DequantizeLinear` of the exact integers, plus activation QDQ pairs."
+def _constants_to_initializers(g):
+    "Every `Constant` node with a tensor value becomes an initializer of the same name."
+    keep = []
+    for n in g.node:
+        if n.op_type == 'Constant' and len(n.attribute) == 1 and n.attribute[0].name == 'value':
+            t = TensorProto(); t.CopyFrom(n.attribute[0].t); t.name = n.output[0]; g.initializer.append(t)
+        else: keep.append(n)
+    del g.node[:]; g.node.extend(keep)
+
+def _float_output(quantizer, name) -> bool:
+    "Whether layer `name` is a linear layer with a quantized input and a float output (ONNX Runtime's `QGemm` with float output)."
+    pl = quantizer.placement
+    return pl is not None and any(u.kind == 'layer' and u.layer == name and u.output is None for u in pl.units)
+
+# %% ../../nbs/onnx/01_export.ipynb #4a7e21c9
+_BIAS_FLOAT_MAX = 2**22   # |b_q| below this: ONNX Runtime re-derives the int32 bias from the float value exactly
+
+def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (not modified)
+           quantizer:Quantizer, # holds the exact `specs`, the activation grids and the quantized biases
+           opset:int=None, # the proto's opset (read from it by default)
+           compact:bool=True): # drop what the file does not need (see above)
+    "A copy of `proto` whose quantized weights (and biases) are `DequantizeLinear` of the exact integers, compacted."
     proto = copy.deepcopy(proto)
     opset = opset or next(o.version for o in proto.opset_import if o.domain in ('', 'ai.onnx'))
     g = proto.graph
+    _constants_to_initializers(g)
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
-    drop, new_inits, dq_nodes, before, meta, defined = set(), [], [], defaultdict(list), OrderedDict(), set()
-    seen = {}   # weight value -> the layer that owns its DequantizeLinear (layers sharing one weight share it)
+    dq_in = lambda v: v in ix.producer and nodes[ix.producer[v]].op_type == 'DequantizeLinear'
+    drop, new_inits, dq_nodes, weights, defined, seen = set(), [], [], OrderedDict(), set(), {}
     for name in quantizer.specs:
         sp, w = _layer_weight(quantizer, name)
         value, transposed = _locate(ix, nodes, name, w)
-        if value in seen:
+        if value in seen:   # layers sharing one weight share its DequantizeLinear
             owner = seen[value]
             if not torch.equal(quantizer.specs[owner].q, sp.q): raise ValueError(f"layers {owner!r} and {name!r} share one weight but hold different integers")
-            meta[name] = dict(meta[owner], shared_with=owner)
-            if quantizer.act_quants.get(name) is not None and name not in meta[owner].get('act_for', [owner]):
-                raise ValueError(f"layer {name!r} shares its weight with {owner!r}: quantized activations for tied layers are not supported; keep one in float")
-            continue
+            weights[name] = weights[owner]; continue
         seen[value] = name
         out, cons = value, ix.consumers.get(value, [])
         if (not transposed and w.ndim == 2 and len(cons) == 1 and _transpose_2d(nodes[cons[0]]) and value not in ix.outputs
                 and _fold_ok(sp, quantizer.act_quants.get(name))):
             out, transposed = nodes[cons[0]].output[0], True
             drop.add(cons[0])
+        readers = [nodes[i] for i in ix.consumers.get(out, []) if i not in drop]
+        if (not transposed and w.ndim == 2 and readers and value not in ix.outputs and all(
+                r.op_type == 'Gemm' and r.input[1] == out and _attr(r, 'transB', 0) == 1 and not _attr(r, 'transA', 0) and not dq_in(r.input[0])
+                for r in readers)):
+            transposed = True   # weights only: the [in, out] layout ONNX Runtime fuses into MatMulNBits
+            for r in readers: _set_attr(r, 'transB', 0)
+        int_reader = any(r.op_type in ('Gemm', 'MatMul') and dq_in(r.input[0]) for r in readers)
         if value in ix.producer: drop.add(ix.producer[value])   # an Identity of a de-duplicated initializer
-        inits, node = weight_dq(name, sp, out, opset, transposed)
+        inits, node = weight_dq(name, sp, out, opset, transposed, zero_point=not compact or int_reader)
         new_inits += inits; dq_nodes.append(node); defined.add(out)
-        meta[name] = dict(value=out, transposed=transposed, dtype=str(sp.dtype), granularity=str(sp.granularity),
-                          onnx_dtype=TensorProto.DataType.Name(inits[0].data_type))
-        aq = quantizer.act_quants.get(name)
-        if aq is None: continue
-        comp = [i for i in _compute_nodes(ix, nodes, out) if i not in drop]
-        if not comp: raise ValueError(f"layer {name!r}: no Conv/Gemm/MatMul node reads its weight, so its input cannot be quantized; "
-                                      f"keep it in float with context={{{name!r}: None}}")
-        for k, i in enumerate(comp):
-            n = nodes[i]
-            xi = next(j for j, v in enumerate(n.input[:2]) if v != out and not _feeds(ix, nodes, v, out))   # the data input
-            tag = name if len(comp) == 1 else f"{name}.call{k}"
-            a_inits, a_nodes, a_out = act_qdq(tag, aq, n.input[xi], opset)
-            new_inits += a_inits; before[i] += a_nodes
-            n.input[xi] = a_out
-        meta[name]['act_dtype'] = str(aq.dtype)
-    out_nodes = dq_nodes + [m for i, n in enumerate(nodes) if i not in drop for m in (*before[i], n)]
+        weights[name] = (out, transposed, str(sp.dtype), TensorProto.DataType.Name(inits[0].data_type))
+    for name in quantizer.specs:
+        s_b, b_q = quantizer.bias_scale(name), quantizer.bias_integers(name)
+        if s_b is None or b_q is None: continue
+        bval = f"{name}.bias"
+        if _source(ix, nodes, bval) is None: continue
+        if compact and float(b_q.abs().max()) < _BIAS_FLOAT_MAX and not _float_output(quantizer, name): continue
+        if bval in ix.producer: drop.add(ix.producer[bval])
+        new_inits += [numpy_helper.from_array(b_q.numpy().astype(np.int32), f"{name}.bias_quantized"),
+                      numpy_helper.from_array(s_b.numpy().astype(np.float32), f"{name}.bias_scale")]
+        dq_nodes.append(helper.make_node('DequantizeLinear', [f"{name}.bias_quantized", f"{name}.bias_scale"], [bval], axis=0))
+        defined.add(bval)
+    out_nodes = dq_nodes + [n for i, n in enumerate(nodes) if i not in drop]
     used = {v for n in out_nodes for v in n.input} | ix.outputs
     keep = [t for t in g.initializer if t.name in used and t.name not in defined]
     del g.node[:]; g.node.extend(out_nodes)
     del g.initializer[:]; g.initializer.extend(keep + new_inits)
     if opset >= 21: proto.ir_version = max(proto.ir_version, 10)
-    helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props}, META_KEY: json.dumps(meta)})
+    rename = _compact(proto, weight_only=quantizer.act_dtype is None) if compact else {}
+    meta = {'w': {l: rename.get(v[0], v[0]) for l, v in weights.items()},
+            't': [l for l, v in weights.items() if v[1]],
+            'd': {l: v[2] for l, v in weights.items() if v[2].upper() != v[3]},
+            'a': None if quantizer.act_dtype is None else str(quantizer.act_dtype)}
+    meta = {k: v for k, v in meta.items() if v}   # (empty fields are left out: every byte counts in a small model's file)
+    helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props}, META_KEY: json.dumps(meta, separators=(',', ':'))})
     return proto
 
-def _feeds(ix, nodes, value, target):
-    "Whether `value` is `target` seen through shape-only nodes (the weight input of a MatMul)."
-    i = ix.producer.get(value)
-    while i is not None and nodes[i].op_type in _PASS:
-        if nodes[i].input[0] == target: return True
-        i = ix.producer.get(nodes[i].input[0])
-    return False
+# %% ../../nbs/onnx/01_export.ipynb #9e2d6b18
+def _const(inits, v):
+    t = inits.get(v)
+    return None if t is None else numpy_helper.to_array(t)
+
+def _drop_absorbed(g):
+    "Drop a Relu/Clip whose only consumer is a QuantizeLinear that clamps at the same place (exactly the same values)."
+    inits = {t.name: t for t in g.initializer}
+    cons = defaultdict(list)
+    for n in g.node:
+        for v in n.input: cons[v].append(n)
+    outs = {o.name for o in g.output}
+    drop = set()
+    for n in g.node:
+        if n.op_type not in ('Relu', 'Clip') or n.output[0] in outs or len(cons[n.output[0]]) != 1: continue
+        q = cons[n.output[0]][0]
+        if q.op_type != 'QuantizeLinear' or len(q.input) < 3: continue
+        s, z = _const(inits, q.input[1]), _const(inits, q.input[2])
+        if s is None or z is None or s.size != 1: continue
+        info = np.iinfo(z.dtype)
+        lo, hi = float(np.float32(info.min - int(z)) * np.float32(s)), float(np.float32(info.max - int(z)) * np.float32(s))
+        if n.op_type == 'Relu': ok = int(z) == info.min
+        else:
+            mn = _const(inits, n.input[1]) if len(n.input) > 1 and n.input[1] else None
+            mx = _const(inits, n.input[2]) if len(n.input) > 2 and n.input[2] else None
+            eps = float(np.finfo(np.float32).eps)
+            ok = (mn is not None and mx is not None and lo >= float(mn) - eps and hi <= float(mx) + eps
+                  and (int(z) == info.min or lo >= float(mn)))
+        if ok: q.input[0] = n.input[0]; drop.add(id(n))
+    keep = [n for n in g.node if id(n) not in drop]
+    del g.node[:]; g.node.extend(keep)
+
+def _merge_residual_biases(g):
+    "Weight-only graphs: `Add(Conv(x, Wa, ba), Conv(y, Wb, bb))` -> `Add(Conv(x, Wa, ba + bb), Conv(y, Wb))`."
+    inits = {t.name: t for t in g.initializer}
+    prod = {o: n for n in g.node for o in n.output}
+    cons = defaultdict(list)
+    for n in g.node:
+        for v in n.input: cons[v].append(n)
+    for n in g.node:
+        if n.op_type != 'Add': continue
+        a, b = (prod.get(v) for v in n.input[:2])
+        if not (a is not None and b is not None and a.op_type == b.op_type == 'Conv' and len(a.input) == len(b.input) == 3): continue
+        if len(cons[a.output[0]]) != 1 or len(cons[b.output[0]]) != 1 or a.input[2] not in inits or b.input[2] not in inits: continue
+        if len(cons[a.input[2]]) != 1 or len(cons[b.input[2]]) != 1: continue
+        ba, bb = numpy_helper.to_array(inits[a.input[2]]), numpy_helper.to_array(inits[b.input[2]])
+        inits[a.input[2]].CopyFrom(numpy_helper.from_array((ba + bb).astype(np.float32), a.input[2]))
+        del b.input[2]
+
+def _relu_as_max(g):
+    "`Relu` after a weight-only `Gemm`/`MatMul` becomes `Max(x, 0)`: the same values, and ONNX Runtime then fuses the layer into `MatMulNBits`."
+    prod = {o: n for n in g.node for o in n.output}
+    dq = lambda v: v in prod and prod[v].op_type == 'DequantizeLinear'
+    zero = None
+    for n in g.node:
+        if n.op_type != 'Relu': continue
+        mm = prod.get(n.input[0])
+        if mm is not None and mm.op_type == 'Add': mm = prod.get(mm.input[0])
+        if mm is None or mm.op_type not in ('Gemm', 'MatMul') or not dq(mm.input[1]) or dq(mm.input[0]): continue
+        if zero is None:
+            zero = 'fq_zero'; g.initializer.append(numpy_helper.from_array(np.array(0, np.float32), zero))
+        n.op_type = 'Max'; n.input.append(zero)
+
+def _strip_conv_defaults(g):
+    "Drop Conv attributes at their defaults (kernel_shape is read from the weight)."
+    for n in g.node:
+        if n.op_type != 'Conv': continue
+        keep = []
+        for a in n.attribute:
+            v = helper.get_attribute_value(a)
+            if a.name == 'kernel_shape' or (a.name in ('dilations', 'strides') and all(i == 1 for i in v)) or \
+               (a.name == 'pads' and all(i == 0 for i in v)) or (a.name == 'group' and v == 1): continue
+            keep.append(a)
+        del n.attribute[:]; n.attribute.extend(keep)
+
+def _share_scalars(g):
+    "One initializer for each repeated scalar (scales, zero points), unless the graph has int8 activation pairs."
+    qzp = {n.input[2] for n in g.node if n.op_type == 'QuantizeLinear' and len(n.input) > 2}
+    inits = {t.name: t for t in g.initializer}
+    if any(inits[v].data_type == TensorProto.INT8 for v in qzp if v in inits): return
+    first, alias = {}, {}
+    for t in g.initializer:
+        if len(t.dims) > 1 or int(np.prod(t.dims)) > 1: continue
+        key = (t.data_type, tuple(t.dims), numpy_helper.to_array(t).tobytes())
+        if key in first: alias[t.name] = first[key]
+        else: first[key] = t.name
+    for n in g.node:
+        for i, v in enumerate(n.input):
+            if v in alias: n.input[i] = alias[v]
+    keep = [t for t in g.initializer if t.name not in alias]
+    del g.initializer[:]; g.initializer.extend(keep)
+
+def _short_names(proto) -> dict:
+    "Rename every value but the graph's inputs and outputs to a few characters; drop names, doc strings and value_info."
+    g = proto.graph
+    io = {v.name for v in list(g.input) + list(g.output)}
+    names, k = {}, [0]
+    def new(v):
+        if v == '' or v in io: return v
+        while v not in names:
+            c = np.base_repr(k[0], 36).lower(); k[0] += 1
+            if c not in io: names[v] = c
+        return names[v]
+    for n in g.node:
+        for i, v in enumerate(n.input): n.input[i] = new(v)
+        for i, v in enumerate(n.output): n.output[i] = new(v)
+        n.name = ''; n.doc_string = ''
+    for t in g.initializer: t.name = new(t.name); t.doc_string = ''
+    del g.value_info[:]
+    g.doc_string = ''; g.name = 'fq'; proto.doc_string = ''; proto.producer_name = 'fasterquant'; proto.producer_version = ''
+    return names
+
+def _compact(proto, weight_only:bool) -> dict:
+    "The compact pass; returns the renaming of values."
+    g = proto.graph
+    _drop_absorbed(g)
+    if weight_only: _merge_residual_biases(g)
+    _relu_as_max(g)
+    _strip_conv_defaults(g)
+    _share_scalars(g)
+    used = {v for n in g.node for v in n.input}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]; g.initializer.extend(keep)
+    return _short_names(proto)
 
 # %% ../../nbs/onnx/01_export.ipynb #4ad79767
-def export_quantizer(q:Quantizer, # holds the exact `specs` (and `act_quants`)
+def _float_bytes(proto) -> int:
+    "The size of `proto` without its activation QDQ pairs: the same graph with float activations."
+    qdq = [n for n in proto.graph.node if n.op_type in ('QuantizeLinear', 'DequantizeLinear')]
+    consts = {v for n in qdq for v in n.input[1:]}
+    extra = sum(n.ByteSize() for n in qdq) + sum(n.ByteSize() for n in proto.graph.node if n.op_type == 'Constant' and n.output[0] in consts)
+    return proto.ByteSize() - extra
+
+def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grids)
                      sample, # an example input (a tensor, or a tuple of tensors); its batch dim stays dynamic
                      path, # where to write the `.onnx` file (atomically: no file on error)
                      opset:int=None, # ONNX opset: default the lowest that holds the formats, at least 17
                      dynamic_batch:bool=True, # keep dim 0 of inputs and outputs dynamic
                      input_names=None, # ONNX input names (default 'input')
                      output_names=None, # ONNX output names (default 'output')
-                     check_runtime:bool=True) -> Path: # fail early if onnxruntime is too old for INT4
+                     check_runtime:bool=True, # fail early if onnxruntime is too old for INT4
+                     compact:bool=True) -> Path: # the compact file (see `to_qdq`)
     "Write a QDQ ONNX model whose weights are exactly `q`'s integers and scales; returns the path."
     if not isinstance(q, Quantizer): raise TypeError(f"expected a Quantizer, got {type(q).__name__}")
     if not q.specs: raise ValueError("nothing is quantized yet: call `quantize_model()` before `export_onnx`")
     if any(p.is_meta for p in q.model.parameters()): raise ValueError("the model's parameters are on the meta device (no values): load its weights before exporting")
     bad = sorted({str(q.layers[n].weight.dtype).replace('torch.', '') for n in q.specs} - {'float32'})
     if bad: raise ValueError(f"the quantized layers hold {'/'.join(bad)} weights: export writes float32 graphs; call model.float() and quantize again")
-    need = required_opset(q.specs, q.act_quants)
+    need = required_opset(q.specs)
     opset = max(need, 17) if opset is None else opset
     if isinstance(opset, bool) or not isinstance(opset, int): raise ValueError(f"opset must be an integer (or None for the lowest that works), got {opset!r}")
     if opset < need:
-        why = sorted({f"{sp.dtype}/{sp.granularity}" for sp in q.specs.values() if sp.min_opset > opset} |
-                     {f"{aq.dtype} activations" for aq in q.act_quants.values() if aq.dtype.min_opset > opset})
+        why = sorted({f"{sp.dtype}/{sp.granularity}" for sp in q.specs.values() if sp.min_opset > opset})
         raise ValueError(f"opset {opset} is too old: {', '.join(why)} needs opset >= {need} (13 for 8-bit QDQ, 21 for 4-bit tensors "
                          f"or blocked scales); pass opset={need} or leave opset=None")
     if check_runtime and any(sp.dtype.container_bits == 4 for sp in q.specs.values()): check_ort_int4()
     path = Path(path)
     with atomic_path(path) as tmp:
-        with q.act_quant_disabled():
-            fp = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names)
-        proto = to_qdq(fp, q, opset)
-        helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props}, 'fasterquant.float_bytes': str(fp.ByteSize())})
+        traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names)
+        proto = to_qdq(traced, q, opset, compact)
+        meta = json.loads({p.key: p.value for p in proto.metadata_props}[META_KEY])
+        helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props},
+                                       META_KEY: json.dumps({**meta, 'f': _float_bytes(traced)}, separators=(',', ':'))})
         onnx.save(proto, tmp)
         onnx.checker.check_model(str(tmp))
     return path
@@ -284,20 +408,25 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and `act_quants`)
 def _meta(proto):
     d = {p.key: p.value for p in proto.metadata_props}
     if META_KEY not in d: raise ValueError("this ONNX file was not written by fasterquant's exporter (no layer metadata)")
-    return json.loads(d[META_KEY]), d
+    return json.loads(d[META_KEY])
+
+def _weight_dqs(proto, meta):
+    "`{layer: its weight's DequantizeLinear node}`."
+    by_out = {n.output[0]: n for n in proto.graph.node if n.op_type == 'DequantizeLinear'}
+    return {l: by_out[v] for l, v in meta['w'].items()}
 
 def dequantized_weights(path) -> dict:
     "`{layer: float32 array}`: each quantized weight as ONNX Runtime dequantizes it from the file at `path`, in PyTorch layout."
     proto = onnx.load(str(path))
-    meta, _ = _meta(proto)
-    want = {m['value']: l for l, m in meta.items()}
-    dq = [n for n in proto.graph.node if n.op_type == 'DequantizeLinear' and n.output[0] in want]
-    names = {v for n in dq for v in n.input}
+    meta = _meta(proto)
+    dqs = _weight_dqs(proto, meta)
+    nodes = list({id(n): n for n in dqs.values()}.values())
+    names = {v for n in nodes for v in n.input}
     inits = [t for t in proto.graph.initializer if t.name in names]
-    outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in dq]
-    m = helper.make_model(helper.make_graph(dq, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
-    res = ort_session(m, optimize=False).run(None, {})
-    return {want[n.output[0]]: (r.T if meta[want[n.output[0]]]['transposed'] else r) for n, r in zip(dq, res)}
+    outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes]
+    m = helper.make_model(helper.make_graph(nodes, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
+    res = dict(zip((n.output[0] for n in nodes), ort_session(m, optimize=False).run(None, {})))
+    return {l: (res[n.output[0]].T if l in meta.get('t', []) else res[n.output[0]]) for l, n in dqs.items()}
 
 # %% ../../nbs/onnx/01_export.ipynb #fdebe4ae
 class ExportReport:
@@ -323,20 +452,28 @@ def export_report(path, # an ONNX file written by `export_onnx`
                   quantizer:Quantizer=None): # compare with its fake-quant weights (per-layer max diff)
     "An `ExportReport` of the file at `path`."
     proto = onnx.load(str(path))
-    meta, props = _meta(proto)
+    meta = _meta(proto)
+    inits = {t.name: t for t in proto.graph.initializer}
+    dqs = _weight_dqs(proto, meta)
     layers, dq = [], (dequantized_weights(path) if quantizer is not None else {})
-    for l, m in meta.items():
-        r = dict(layer=l, dtype=m['dtype'], onnx_dtype=m['onnx_dtype'], granularity=m['granularity'], act_dtype=m.get('act_dtype', 'float32'))
+    counts, wb, fwb, seen = Counter(), 0, 0, set()
+    for l, n in dqs.items():
+        qt, st = inits[n.input[0]], inits[n.input[1]]
+        odt = TensorProto.DataType.Name(qt.data_type)
+        dt = meta.get('d', {}).get(l, odt.lower())
+        gran = f"group{_attr(n, 'block_size')}" if _attr(n, 'block_size', 0) else ('tensor' if int(np.prod(st.dims)) == 1 else 'channel')
+        r = dict(layer=l, dtype=dt, onnx_dtype=odt, granularity=gran, act_dtype=meta.get('a', 'float32'))
         if quantizer is not None:
             sp = quantizer.specs[l]
             d = np.abs(dq[l].astype(np.float64) - sp.dequantize().numpy())
-            r.update(max_abs_diff=float(d.max()), max_diff_steps=float((d / sp.expanded()[0].numpy()).max()))
+            r.update(max_abs_diff=float(d.max()), max_diff_steps=float((d / sp.expanded()[0].abs().numpy()).max()))
         layers.append(r)
-    counts = Counter(f"{m['dtype']} ({m['onnx_dtype']})" if m['dtype'].upper() != m['onnx_dtype'] else m['onnx_dtype'] for m in meta.values())
-    inits = {t.name: t for t in proto.graph.initializer}
-    wb = sum(inits[f"{l}.weight_{k}"].ByteSize() for l in meta for k in ('quantized', 'scale', 'zero_point'))
-    fwb = 4 * sum(int(np.prod(inits[f"{l}.weight_quantized"].dims)) for l in meta)
-    return ExportReport(str(path), os.path.getsize(path), int(props.get('fasterquant.float_bytes', 0)) or None, wb, fwb, dict(counts), layers)
+        counts[f"{dt} ({odt})" if dt.upper() != odt else odt] += 1
+        if id(n) in seen: continue
+        seen.add(id(n))
+        wb += sum(inits[v].ByteSize() for v in n.input if v in inits)
+        fwb += 4 * int(np.prod(qt.dims))
+    return ExportReport(str(path), os.path.getsize(path), meta.get('f'), wb, fwb, dict(counts), layers)
 
 # %% ../../nbs/onnx/01_export.ipynb #b4795cab
 def adaround_to_onnx(model, # a `Quantizer` holding AdaRound integers, or a float `nn.Module`/fastai `Learner` to quantize first

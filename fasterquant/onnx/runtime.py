@@ -4,7 +4,8 @@
 
 # %% ../../nbs/onnx/00_runtime.ipynb #e13af4a6
 from __future__ import annotations
-import re
+import os, re, statistics, tempfile, time
+from collections import Counter
 from pathlib import Path
 from collections.abc import Mapping
 import numpy as np
@@ -12,7 +13,8 @@ import torch
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['MIN_ORT_INT4', 'check_ort_int4', 'ort_session', 'as_inputs', 'ort_run', 'run_feeds', 'ort_accuracy']
+__all__ = ['MIN_ORT_INT4', 'check_ort_int4', 'ort_session', 'ort_optimized', 'op_counts', 'as_inputs', 'ort_run', 'run_feeds',
+           'ort_accuracy', 'ort_latency']
 
 # %% ../../nbs/onnx/00_runtime.ipynb #8ffe0deb
 MIN_ORT_INT4 = (1, 19)
@@ -31,11 +33,13 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
                 optimize:bool=True, # ONNX Runtime graph optimizations (all levels) or none
                 threads:int=None, # intra-op threads (default: onnxruntime's)
                 exact:bool=True, # keep fused int4 MatMuls in float32 compute (no on-the-fly int8 activations)
-                fold_weights:bool=False, # dequantize the weights once at load (float speed and memory, same values)
-                providers:list=None): # execution providers (default: CPU)
+                fold_weights:bool=False, # dequantize the weights once at load (float speed and memory, same values; not for W8A8)
+                providers:list=None, # execution providers (default: CPU)
+                _dump:str=None): # (internal) write the optimized graph there
     "An onnxruntime `InferenceSession` with fasterquant's settings."
     import onnxruntime as ort
     so = ort.SessionOptions()
+    if _dump: so.optimized_model_filepath = str(_dump)
     if not optimize: so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     if exact: so.add_session_config_entry('session.qdq_matmulnbits_accuracy_level', '1')
     if fold_weights: so.add_session_config_entry('session.disable_quant_qdq', '1')
@@ -43,6 +47,20 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
     so.log_severity_level = 3
     if hasattr(model, 'SerializeToString'): model = model.SerializeToString()
     return ort.InferenceSession(model if isinstance(model, bytes) else str(model), so, providers=providers or ['CPUExecutionProvider'])
+
+# %% ../../nbs/onnx/00_runtime.ipynb #8c1d3f47
+def ort_optimized(model, # an ONNX file path, a `ModelProto` or its serialized bytes
+                  **kwargs): # `ort_session` settings (`exact`, `fold_weights`, ...)
+    "The graph ONNX Runtime runs for `model` after its optimizations, as a `ModelProto`."
+    import onnx
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, 'optimized.onnx')
+        ort_session(model, _dump=p, **kwargs)
+        return onnx.load(p)
+
+def op_counts(proto) -> Counter:
+    "How many nodes of each op type `proto` holds (contrib ops as `domain:op`, e.g. `com.microsoft:QLinearConv`)."
+    return Counter(n.op_type if n.domain in ('', 'ai.onnx') else f"{n.domain}:{n.op_type}" for n in proto.graph.node)
 
 # %% ../../nbs/onnx/00_runtime.ipynb #cb39ba24
 def as_inputs(sample) -> tuple:
@@ -79,3 +97,22 @@ def ort_accuracy(model, # a path, `ModelProto` or session (single input, class s
     name = s.get_inputs()[0].name
     correct = sum(int((s.run(None, {name: xb.numpy()})[0].argmax(-1) == yb.numpy()).sum()) for xb, yb in zip(x.split(bs), y.split(bs)))
     return correct / len(y)
+
+# %% ../../nbs/onnx/00_runtime.ipynb #2f8b6d50
+def ort_latency(sessions:dict, # name -> a path, `ModelProto` or session (single input)
+                x, # the input: a tensor or array
+                runs:int=20, # timed runs per session
+                rounds:int=5, # the runs are spread over this many interleaved rounds
+                warmup:int=3) -> dict: # untimed runs per session first
+    "Median seconds per run of every session on `x`, runs interleaved across sessions."
+    ss = {k: _session(v) for k, v in sessions.items()}
+    feed = {k: {s.get_inputs()[0].name: x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)} for k, s in ss.items()}
+    for k, s in ss.items():
+        for _ in range(warmup): s.run(None, feed[k])
+    times = {k: [] for k in ss}
+    per = max(1, -(-runs // rounds))
+    for _ in range(rounds):
+        for k, s in ss.items():
+            for _ in range(per):
+                t = time.perf_counter(); s.run(None, feed[k]); times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}

@@ -8,7 +8,8 @@ __all__ = []
 # %% ../../nbs/quantize/99_all.ipynb #bd508121
 import fasterquant.quantize.dtype as _dtype, fasterquant.quantize.granularity as _granularity, fasterquant.quantize.grid as _grid
 import fasterquant.quantize.criteria as _criteria, fasterquant.quantize.context as _context, fasterquant.quantize.schedule as _schedule
-import fasterquant.quantize.fold as _fold, fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.adaround as _adaround
+import fasterquant.quantize.fold as _fold, fasterquant.quantize.placement as _placement, fasterquant.quantize.emulation as _emulation
+import fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.adaround as _adaround
 from .dtype import *
 from .granularity import *
 from .grid import *
@@ -16,7 +17,9 @@ from .criteria import *
 from .context import *
 from .schedule import *
 from .fold import *
+from .placement import *
+from .emulation import *
 from .quantizer import *
 from .layerwise import *
 from .adaround import *
-__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _quantizer, _layerwise, _adaround) for n in m.__all__]
+__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _placement, _emulation, _quantizer, _layerwise, _adaround) for n in m.__all__]

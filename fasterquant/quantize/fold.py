@@ -6,12 +6,14 @@
 from __future__ import annotations
 import warnings
 from collections import OrderedDict
+from dataclasses import dataclass
 import torch
 from torch import nn, Tensor
 import torch.fx as fx
+from .grid import QuantSpec
 
 # %% auto #0
-__all__ = ['bn_pairs', 'fold_bn_into', 'fold_batchnorm']
+__all__ = ['bn_pairs', 'fold_bn_into', 'BNFold', 'bn_factor', 'fold_batchnorm', 'unfold_batchnorm', 'mirror_spec', 'fold_spec']
 
 # %% ../../nbs/quantize/06_fold.ipynb #3f6a33b5
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -42,10 +44,14 @@ def bn_pairs(model:nn.Module) -> OrderedDict:
     calls = {}
     for n in graph.nodes:
         if n.op == 'call_module': calls.setdefault(n.target, []).append(n)
+    owners = {}
+    for m in mods.values():
+        for p in m.parameters(recurse=False): owners[id(p)] = owners.get(id(p), 0) + 1
     pairs = OrderedDict()
     for name, ns in calls.items():
         layer = mods.get(name)
         if not isinstance(layer, _FOLDABLE) or len(ns) != 1 or len(ns[0].users) != 1: continue
+        if owners.get(id(layer.weight), 0) > 1: continue   # a weight shared with another layer: folding would change that one too
         u = next(iter(ns[0].users))
         if u.op != 'call_module' or len(calls.get(u.target, [])) != 1: continue
         bn = mods.get(u.target)
@@ -72,10 +78,79 @@ def _set_module(model, name, new):
     parent, _, attr = name.rpartition('.')
     setattr(model.get_submodule(parent) if parent else model, attr, new)
 
-def fold_batchnorm(model:nn.Module) -> OrderedDict:
-    "Fold every foldable BatchNorm of `model` into the layer before it, in place (each becomes `nn.Identity`); returns the pairs."
-    pairs = bn_pairs(model)
+@dataclass
+class BNFold:
+    "What folding one BatchNorm replaced: enough for `unfold_batchnorm` to put the model back exactly."
+    bn: str # name of the BatchNorm (now an `nn.Identity`)
+    module: nn.Module # the BatchNorm module itself
+    weight: Tensor # the layer's weight before the fold
+    bias: Tensor # the layer's bias before the fold (None if it had none)
+    def __repr__(self): return f"BNFold({self.bn})"
+
+def bn_factor(bn:nn.Module) -> Tensor:
+    "`k = gamma / sqrt(var + eps)` per channel (float64): the BatchNorm's scale in eval mode."
+    g = bn.weight.detach().double() if bn.affine else torch.ones_like(bn.running_var, dtype=torch.float64)
+    return g / torch.sqrt(bn.running_var.double() + bn.eps)
+
+def fold_batchnorm(model:nn.Module, # folded in place
+                   pairs:dict=None) -> OrderedDict: # `{layer: batchnorm}` to fold (default: `bn_pairs(model)`)
+    "Fold every foldable BatchNorm of `model` into the layer before it, in place (each becomes `nn.Identity`); returns `{layer: BNFold}`."
+    pairs = bn_pairs(model) if pairs is None else pairs
+    folds = OrderedDict()
     for layer, bn in pairs.items():
-        fold_bn_into(model.get_submodule(layer), model.get_submodule(bn))
+        l, b = model.get_submodule(layer), model.get_submodule(bn)
+        folds[layer] = BNFold(bn, b, l.weight.detach().clone(), None if l.bias is None else l.bias.detach().clone())
+        fold_bn_into(l, b)
         _set_module(model, bn, nn.Identity())
-    return pairs
+    return folds
+
+@torch.no_grad()
+def unfold_batchnorm(model:nn.Module, # a model folded by `fold_batchnorm`
+                     folds:dict): # what `fold_batchnorm` returned
+    "Undo `fold_batchnorm` exactly: the BatchNorm modules, and each layer's weight and bias (or no bias), come back."
+    for layer, f in folds.items():
+        l = model.get_submodule(layer)
+        l.weight.copy_(f.weight)
+        if f.bias is None: l.bias = None
+        else: l.bias.copy_(f.bias)
+        _set_module(model, f.bn, f.module)
+
+# %% ../../nbs/quantize/06_fold.ipynb #7c3e9d12
+def _absorbs(spec) -> bool:
+    "Whether every scale of `spec` belongs to one output channel (per-channel on axis 0, or blocks along the input dim)."
+    g = spec.granularity
+    return (g.name == 'channel' and g.axis == 0) or (g.name == 'group' and g.axis != 0)
+
+def _per_row(v:Tensor, like:Tensor) -> Tensor:
+    "Per-output-channel `v` shaped to broadcast over `like` (output channels on dim 0)."
+    return v.reshape([-1] + [1] * (like.dim() - 1)) if like.dim() else v
+
+def mirror_spec(make, # `make(w) -> QuantSpec`, e.g. `lambda w: criteria.init_spec(w, dtype, granularity)`
+                w:Tensor, # the layer's (unfolded) float weight
+                k:Tensor) -> QuantSpec: # the BatchNorm factor that will be folded in (`bn_factor`)
+    "A spec of `w` whose grid is mirrored where `k < 0`, so that `fold_spec(spec, k)` keeps every integer."
+    sign = torch.where(k < 0, -1., 1.).to(w.dtype)
+    sp = make(w * _per_row(sign, w))
+    if not _absorbs(sp): return make(w)
+    return QuantSpec(sp.q, sp.scale * _per_row(sign.to(sp.scale.dtype), sp.scale), sp.zero_point, sp.dtype, sp.granularity)
+
+def fold_spec(spec:QuantSpec, # the layer's spec on its unfolded weight
+              k:Tensor) -> QuantSpec: # per-output-channel factor (`bn_factor`)
+    "The spec of the folded weight `W·k`: the same integers (flipped only where the scale's sign and `k`'s differ), the scales times `k`."
+    if not _absorbs(spec):
+        raise ValueError(f"a {spec.granularity} grid has scales shared across output channels, so it cannot absorb a BatchNorm's per-channel "
+                         "factor exactly; keep that BatchNorm (or quantize per channel)")
+    scale = spec.scale.double() * _per_row(k.double(), spec.scale)
+    flip = scale < 0                                    # scale-shaped: [out] or [out, blocks]
+    q, zp, dt = spec.q, spec.zero_point, spec.dtype
+    if bool(flip.any()):
+        rows = _per_row(flip.reshape(flip.shape[0], -1).any(1), q).expand(q.shape)
+        if dt.signed:   # symmetric: q -> -q, which the full range -2^(b-1)..2^(b-1)-1 does not always hold
+            if bool((q[rows] == dt.qmin).any()):
+                raise ValueError(f"{int((q[rows] == dt.qmin).sum())} weights at {dt.qmin} in channels with negative gamma: -({dt.qmin}) is off the "
+                                 "grid, so these integers cannot be folded exactly; build the spec with `mirror_spec` (as QuantizeCallback does)")
+            q = torch.where(rows, -q, q)
+        else:           # asymmetric: (q - z) -> (qmin + qmax - q) - (qmin + qmax - z)
+            q = torch.where(rows, dt.qmin + dt.qmax - q, q)
+            zp = torch.where(flip, dt.qmin + dt.qmax - zp, zp)
+    return QuantSpec(q.to(torch.int32), scale.abs().to(spec.scale.dtype), zp.to(spec.zero_point.dtype), dt, spec.granularity)

@@ -4,44 +4,24 @@
 
 # %% ../../nbs/quantize/07_quantizer.ipynb #b52c9168
 from __future__ import annotations
-import copy, contextlib, weakref
+import copy, contextlib, warnings, weakref
 from collections import OrderedDict
 import torch
 from torch import nn, Tensor
 from .dtype import QDtype, get_dtype
 from .granularity import get_granularity
-from .grid import qparams_from_range, fake_quant, QuantSpec
+from .grid import QuantSpec
 from .criteria import get_criteria
 from .context import get_context
 from .schedule import get_schedule, is_gradual
-from .fold import fold_batchnorm
+from .fold import bn_pairs, bn_factor, fold_batchnorm, unfold_batchnorm, fold_spec
+from .placement import ActQuant, PlacementError, PlacedForward, place_points, install_placement, uninstall_placement
+from .emulation import emulated_module
 from ..core.calib import calib_batches, CALIB_HELP
 from ..core.utils import run_model, model_device
 
 # %% auto #0
-__all__ = ['QUANTIZABLE', 'ActQuant', 'Quantizer']
-
-# %% ../../nbs/quantize/07_quantizer.ipynb #6bbf401d
-class ActQuant:
-    "Input fake-quantizer of one layer: observes min/max while `observing`, then fake-quantizes with the calibrated scale."
-    def __init__(self, dtype): self.dtype, self.lo, self.hi, self.scale, self.zero_point, self.observing = get_dtype(dtype), None, None, None, None, True
-    def observe(self, x:Tensor):
-        lo, hi = x.detach().min().float(), x.detach().max().float()
-        self.lo = lo if self.lo is None else torch.minimum(self.lo, lo)
-        self.hi = hi if self.hi is None else torch.maximum(self.hi, hi)
-    def freeze(self):
-        "Fix the scale and zero point from what was observed."
-        if self.lo is None: raise ValueError("no activations observed: run calibration batches through the model first")
-        if not (torch.isfinite(self.lo) and torch.isfinite(self.hi)):
-            raise ValueError(f"observed activation range [{float(self.lo)}, {float(self.hi)}] is not finite: check the calibration data and model")
-        self.scale, self.zero_point = qparams_from_range(self.lo, self.hi, self.dtype, symmetric=False)
-        self.observing = False
-    def __call__(self, module, args):
-        x = args[0]
-        if not isinstance(x, Tensor) or not x.is_floating_point(): return None
-        if self.observing: self.observe(x); return None
-        return (fake_quant(x, self.scale.to(x.device), self.zero_point.to(x.device), self.dtype.qmin, self.dtype.qmax),) + tuple(args[1:])
-    def __repr__(self): return f"ActQuant({self.dtype}, scale={'-' if self.scale is None else format(float(self.scale), '.4g')})"
+__all__ = ['QUANTIZABLE', 'Quantizer']
 
 # %% ../../nbs/quantize/07_quantizer.ipynb #1d55295b
 QUANTIZABLE = (nn.Conv1d, nn.Conv2d, nn.Linear)
@@ -63,11 +43,11 @@ class Quantizer:
                  criteria='mse', # 'minmax' | 'mse' | 'percentile' | 'nearest' | 'adaround' | a `Criteria`
                  schedule='one_shot', # post-training quantization is one-shot; gradual schedules belong to `QuantizeCallback`
                  dtype='int8', # weight format: 'int8' | 'uint8' | 'int4' | 'uint4' | bits | a `QDtype`
-                 act_dtype=None, # activation format for layer inputs (e.g. 'uint8' for W4A8), or None for float
+                 act_dtype=None, # activation format ('uint8' for W8A8 or W4A8), placed where the runtime quantizes tensors; None: float
                  group_size:int=128, # block size along the input dim for `granularity='group'`
                  layer_types=QUANTIZABLE, # module types whose `weight` is quantized
                  inplace:bool=False, # quantize `model` itself instead of a copy
-                 fold_bn:bool=False): # fold BatchNorm into the preceding Conv/Linear before choosing grids (see `fold_batchnorm`)
+                 fold_bn:bool=True): # fold BatchNorm into the layer before it before choosing grids (False: keep it, slower exports)
         if not isinstance(model, nn.Module): raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
         self.granularity = get_granularity(granularity, group_size)
         self.context, self.criteria = get_context(context), get_criteria(criteria)
@@ -76,19 +56,24 @@ class Quantizer:
             raise ValueError(f"schedule={self.schedule.name!r} ramps quantization over training: pass it to "
                              "QuantizeCallback(schedule=...) in a fastai Learner; the post-training Quantizer is one-shot")
         self.act_dtype = None if act_dtype is None else get_dtype(act_dtype)
-        self.layer_types, self.inplace = _check_layer_types(layer_types), inplace
+        if not isinstance(fold_bn, bool): raise TypeError(f"fold_bn must be True or False, got {fold_bn!r}")
+        self.layer_types, self.inplace, self.fold_bn = _check_layer_types(layer_types), inplace, fold_bn
         self.model = model if inplace else copy.deepcopy(model)
-        self.folded = fold_batchnorm(self.model) if fold_bn else OrderedDict()   # {layer: the BatchNorm folded into it}
+        if not inplace: uninstall_placement(self.model)   # a copy of an already placed model starts from its own forward
         self.layers = OrderedDict((n, m) for n, m in self.model.named_modules()
                                   if isinstance(m, self.layer_types) and isinstance(getattr(m, 'weight', None), Tensor))
-        self.skipped = [n for n, m in self.model.named_modules() if n and n not in self.layers
-                        and any(True for _ in m.parameters(recurse=False))]
-        self.specs, self.act_quants, self.plan = OrderedDict(), OrderedDict(), OrderedDict()
-        self._float, self._hooks = {}, []
+        self.specs, self.act_quants, self.plan, self.folded = OrderedDict(), OrderedDict(), OrderedDict(), OrderedDict()
+        self.placement, self.placement_note = None, None
+        self._float, self._float_bias, self._hooks = {}, {}, []
 
     def __repr__(self):
         return (f"Quantizer(granularity={self.granularity}, context={self.context}, criteria={self.criteria}, "
                 f"schedule={self.schedule.name}, dtype={self.dtype}, act_dtype={self.act_dtype}, layers={len(self.layers)})")
+
+    @property
+    def skipped(self) -> list:
+        "Modules holding parameters that are neither quantized layers nor folded BatchNorms."
+        return [n for n, m in self.model.named_modules() if n and n not in self.layers and any(True for _ in m.parameters(recurse=False))]
 
     # ------------------------------------------------------------------ the weight mechanism
     def float_weight(self, name:str) -> Tensor:
@@ -98,7 +83,7 @@ class Quantizer:
     def _hold(self):
         if not self.inplace: return
         other = _HELD.get(self.model)
-        if other is not None and other is not self and (other.specs or other.act_quants):
+        if other is not None and other is not self and (other.specs or other.act_quants or other.folded):
             raise ValueError("this model is already quantized in place by another Quantizer: call that Quantizer's remove() first "
                              "(or quantize a copy: inplace=False)")
         _HELD[self.model] = self
@@ -108,7 +93,7 @@ class Quantizer:
         self.set_specs({name: spec})
 
     def set_specs(self, specs:dict):
-        "Record and write several specs at once; every shape is checked before any weight changes."
+        "Record and write several specs at once (and their quantized biases once activations are calibrated); shapes are checked first."
         for n, sp in specs.items():
             if n not in self.layers: raise ValueError(f"{n!r} is not a layer of this Quantizer; see `Quantizer.layers`")
             if sp.shape != tuple(self.layers[n].weight.shape): raise ValueError(f"{n}: spec shape {sp.shape} != weight shape {tuple(self.layers[n].weight.shape)}")
@@ -120,12 +105,59 @@ class Quantizer:
                 self._float[n] = self._float[twin] if twin is not None else w.detach().clone()
             self.specs[n] = sp
             with torch.no_grad(): w.copy_(sp.dequantize().to(w.device, w.dtype))
+        self._write_biases(list(specs))
+
+    def bias_scale(self, name:str) -> Tensor:
+        "The grid of layer `name`'s bias, `f32(s_x · s_w)` per output channel, or None (no bias, no input grid, or a blocked weight grid)."
+        aq, sp, layer = self.act_quants.get(name), self.specs.get(name), self.layers[name]
+        if aq is None or aq.scale is None or sp is None or layer.bias is None: return None
+        g = sp.granularity
+        if not (g.name == 'tensor' or (g.name == 'channel' and g.axis == 0)): return None
+        return (aq.scale.float().cpu() * sp.scale.float().cpu().reshape(-1).expand(layer.bias.shape[0])).float()
+
+    def bias_integers(self, name:str) -> Tensor:
+        "The int32 integers of layer `name`'s quantized bias (on `bias_scale`), or None."
+        s = self.bias_scale(name)
+        if s is None or name not in self._float_bias: return None
+        return torch.round(self.layers[name].bias.detach().double().cpu() / s.double())
+
+    def _write_biases(self, names):
+        "Put the bias of each layer in `names` on its grid `s_x·s_w` (as the runtime's integer kernels add it), saving the float bias first."
+        owners = {}
+        for n, l in self.layers.items():
+            if l.bias is not None: owners.setdefault(id(l.bias), []).append(n)
+        for n in names:
+            s, b = self.bias_scale(n), self.layers[n].bias
+            if s is None or len(owners[id(b)]) > 1: continue   # a bias shared by two layers keeps its float value
+            if n not in self._float_bias: self._float_bias[n] = b.detach().clone()
+            q = torch.round(self._float_bias[n].double().cpu() / s.double()).clamp(-2**31, 2**31 - 1)
+            with torch.no_grad(): b.copy_((q.float() * s).to(b.device, b.dtype))
+
+    def _fit_bias_grids(self):
+        "Widen the weight scale of the (nearly all-zero) channels whose bias does not fit an int32 on `s_x·s_w`, as ONNX Runtime's quantizer does."
+        lim, new = 2**31 - 1, {}
+        for n, sp in self.specs.items():
+            s_b = self.bias_scale(n)
+            if s_b is None: continue
+            b = self._float_bias.get(n, self.layers[n].bias.detach()).double().cpu()
+            over = b.abs() / s_b.double() > lim
+            if not bool(over.any()): continue
+            need = (b.abs() / (s_b.double() / sp.scale.double().reshape(-1).expand_as(b)) / lim * (1 + 1e-6))   # the smallest scale that fits
+            scale = torch.where(over, torch.maximum(need, sp.scale.double().reshape(-1).expand_as(b)), sp.scale.double().reshape(-1).expand_as(b))
+            if sp.granularity.name == 'tensor': scale = scale.max().reshape(sp.scale.shape)
+            scale = scale.float().reshape(sp.scale.shape)
+            s_full, z_full = sp.granularity.expand(scale, sp.q.shape), sp.granularity.expand(sp.zero_point, sp.q.shape)
+            q = (torch.round(self.float_weight(n).float().cpu() / s_full) + z_full).clamp(sp.qmin, sp.qmax).to(torch.int32)
+            new[n] = QuantSpec(q, scale, sp.zero_point, sp.dtype, sp.granularity)
+        if new: self.set_specs(new)
 
     def restore(self, names=None):
-        "Put the float weights of `names` (default: every quantized layer) back into the model and forget their specs."
+        "Put the float weights (and biases) of `names` (default: every quantized layer) back into the model and forget their specs."
         names = list(self._float) if names is None else [n for n in names if n in self._float]
         with torch.no_grad():
             for n in names: self.layers[n].weight.copy_(self._float[n])
+            for n in names:
+                if n in self._float_bias: self.layers[n].bias.copy_(self._float_bias.pop(n))
         for n in names: self._float.pop(n); self.specs.pop(n, None)
 
     @contextlib.contextmanager
@@ -155,18 +187,42 @@ class Quantizer:
 
     @contextlib.contextmanager
     def act_quant_disabled(self):
-        "Within the block, activations are not fake-quantized (the calibrated ranges are kept)."
-        had = bool(self._hooks)
+        "Within the block, activations are not fake-quantized (the calibrated grids are kept)."
+        had, placed = bool(self._hooks), uninstall_placement(self.model)
         self._remove_act_hooks()
         try: yield self.model
         finally:
             if had: self._add_act_hooks()
+            if placed: install_placement(self.model, self.placement)
+
+    def _drop_acts(self):
+        "Remove activation quantization (the placed forward or the hooks) and put the float biases back."
+        self._remove_act_hooks(); uninstall_placement(self.model)
+        with torch.no_grad():
+            for n, b in self._float_bias.items(): self.layers[n].bias.copy_(b)
+        self._float_bias, self.act_quants, self.placement, self.placement_note = {}, OrderedDict(), None, None
+
+    def fold(self) -> OrderedDict:
+        "Fold each BatchNorm into the layer before it (in the Quantizer's model); a quantized layer keeps its integers (`fold_spec`)."
+        pairs = OrderedDict((l, b) for l, b in bn_pairs(self.model).items() if l not in self.folded)
+        folded_specs = {}
+        for l, b in list(pairs.items()):
+            if l not in self.specs: continue
+            try: folded_specs[l] = fold_spec(self.specs[l], bn_factor(self.model.get_submodule(b)))
+            except ValueError as e:
+                warnings.warn(f"{l}: BatchNorm {b} is kept ({e})"); del pairs[l]
+        if not pairs: return self.folded
+        specs = OrderedDict(self.specs)
+        self._drop_acts(); self.restore()   # activation grids belong to the graph being changed: calibrate again after folding
+        self.folded.update(fold_batchnorm(self.model, pairs))
+        self.set_specs(OrderedDict((n, folded_specs.get(n, sp)) for n, sp in specs.items()))
+        return self.folded
 
     def remove(self) -> nn.Module:
-        "Restore the original float weights exactly, drop activation quantization and specs; return the float model."
-        self._remove_act_hooks()
+        "Restore the original model exactly (float weights and biases, BatchNorms unfolded, its own forward); return it."
+        self._drop_acts()
         self.restore()
-        self.act_quants = OrderedDict()
+        if self.folded: unfold_batchnorm(self.model, self.folded); self.folded = OrderedDict()
         if _HELD.get(self.model) is self: del _HELD[self.model]
         return self.model
 
@@ -188,6 +244,7 @@ class Quantizer:
         self._hold()
         self.remove()
         try:
+            if self.fold_bn: self.fold()
             self.plan = OrderedDict(self.context.assign(self, calib))
             self.set_specs({n: self.criteria.init_spec(self.float_weight(n), dt, self.granularity, n)
                             for n, dt in self.plan.items() if dt is not None})
@@ -203,20 +260,46 @@ class Quantizer:
         return self.model
 
     def calibrate_activations(self, calib):
-        "Observe the inputs of quantized layers on `calib`, then fake-quantize them with the calibrated ranges."
+        "Place activation grids where the runtime quantizes tensors (layer inputs if fx cannot trace the model), calibrate them on `calib`."
+        if self.act_dtype is None: raise ValueError("this Quantizer has no act_dtype: activations stay float")
         calib = calib_batches(calib, model=self.model)
-        self._remove_act_hooks()
-        self.act_quants = OrderedDict((n, ActQuant(self.act_dtype)) for n in self.specs)
-        self._add_act_hooks()
-        dev, training = model_device(self.model), self.model.training
+        self._drop_acts()
+        dev = model_device(self.model)
+        try:
+            pl = place_points(self.model, list(self.specs), self.act_dtype, example=calib.limit(2).to(dev)[0])
+            self.placement = pl
+            install_placement(self.model, pl)
+            self.act_quants = OrderedDict((n, pl.layer_inputs[n]) for n in self.specs if n in pl.layer_inputs)
+            grids = pl.grids()
+        except PlacementError as e:
+            self.placement_note = (f"activations quantized at layer inputs, because {e}: exact, but ONNX Runtime cannot fuse "
+                                   "that layout into integer kernels")
+            warnings.warn(self.placement_note)
+            self.act_quants = OrderedDict((n, ActQuant(self.act_dtype)) for n in self.specs)
+            self._add_act_hooks()
+            grids = list(self.act_quants.values())
+        training = self.model.training
         self.model.eval()
         try:
             with torch.no_grad():
                 for b in calib.to(dev): run_model(self.model, b)
         finally: self.model.train(training)
-        for n, aq in self.act_quants.items():
-            if aq.lo is None: raise ValueError(f"layer {n} saw no input during activation calibration")
-            aq.freeze()
+        for n in self.specs:
+            aq = self.act_quants.get(n)
+            if aq is None or aq.lo is None: raise ValueError(f"layer {n} saw no input during activation calibration")
+        if any(aq.lo is None for aq in grids): raise ValueError("an activation point saw no value during calibration (a branch the calibration data never takes?)")
+        for aq in grids: aq.freeze()
+        self._fit_bias_grids()
+        self.set_specs(OrderedDict(self.specs))   # biases on their grids s_x·s_w, now that the input grids are known
+
+    @contextlib.contextmanager
+    def emulated(self):
+        "Within the block, the model computes as ONNX Runtime's integer kernels do (bit for bit for conv nets at 8 bits)."
+        if self.placement is None: yield self.model; return   # float activations or layer-input grids: ONNX Runtime runs float ops, as the model does
+        emu = emulated_module(self.placement, self.model, self.specs, {n: self.bias_integers(n) for n in self.specs})
+        self.model.forward = PlacedForward(emu)
+        try: yield self.model
+        finally: install_placement(self.model, self.placement)
 
     def export_onnx(self,
                     sample, # an example input (a tensor, or a tuple of tensors); its batch dim stays dynamic
@@ -248,7 +331,7 @@ class Quantizer:
         return dict(float_bits=fl, quant_bits=q, ratio=fl / max(q, 1))
 
     def print_precision(self):
-        "Print the per-layer precision summary and the layers left in float."
+        "Print the per-layer precision summary, where activations are quantized, and what is left in float."
         rows = self.precision_table()
         cols = ['layer', 'type', 'shape', 'dtype', 'granularity', 'criteria', 'act']
         w = {c: max(len(c), *(len(str(r[c])) for r in rows)) if rows else len(c) for c in cols}
@@ -257,4 +340,7 @@ class Quantizer:
         sz = self.size_bits()
         print(f"{sum(r['dtype'] != 'float32' for r in rows)}/{len(rows)} layers quantized; weights {sz['float_bits']/8e6:.3f} MB float "
               f"-> {sz['quant_bits']/8e6:.3f} MB ({sz['ratio']:.2f}x smaller)")
+        if self.folded: print(f"BatchNorm folded into: {', '.join(f'{l} ({f.bn})' for l, f in self.folded.items())}")
+        if self.placement is not None: print(f"activations: {self.act_dtype} at {len(self.placement.points)} points where the runtime quantizes tensors ({self.placement})")
+        elif self.placement_note: print(self.placement_note)
         if self.skipped: print(f"not quantized (no {'/'.join(t.__name__ for t in self.layer_types)} weight): {', '.join(self.skipped)}")
