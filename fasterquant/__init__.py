@@ -7,4 +7,4 @@ __version__ = "0.1.0"
 __all__ = []
 
 # %% ../nbs/00_package.ipynb #d4bcb381
-import fasterquant.quantize.adaround, fasterquant.sensitivity.torch  # register 'adaround', 'exclude', 'mixed'
+import fasterquant.quantize.adaround, fasterquant.quantize.gptq, fasterquant.sensitivity.torch  # register 'adaround', 'gptq', 'exclude', 'mixed'

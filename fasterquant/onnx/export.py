@@ -300,16 +300,22 @@ def _relu_as_max(g):
             zero = 'fq_zero'; g.initializer.append(numpy_helper.from_array(np.array(0, np.float32), zero))
         n.op_type = 'Max'; n.input.append(zero)
 
-def _strip_conv_defaults(g):
-    "Drop Conv attributes at their defaults (kernel_shape is read from the weight)."
-    for n in g.node:
-        if n.op_type != 'Conv': continue
-        keep = []
-        for a in n.attribute:
-            v = helper.get_attribute_value(a)
-            if a.name == 'kernel_shape' or (a.name in ('dilations', 'strides') and all(i == 1 for i in v)) or \
-               (a.name == 'pads' and all(i == 0 for i in v)) or (a.name == 'group' and v == 1): continue
-            keep.append(a)
+def _is_default(a, schema, op_type) -> bool:
+    "Whether attribute `a` says what the operator assumes without it (its schema default, or a Conv default that has none there)."
+    v = helper.get_attribute_value(a)
+    if op_type == 'Conv':  # kernel_shape is read from the weight; the spec states these defaults in prose only
+        if a.name == 'kernel_shape' or (a.name in ('dilations', 'strides') and all(i == 1 for i in v)) or \
+           (a.name == 'pads' and all(i == 0 for i in v)): return True
+    d = schema.attributes[a.name].default_value if a.name in schema.attributes else None
+    return d is not None and d.type != 0 and helper.get_attribute_value(d) == v
+
+def _strip_defaults(proto):
+    "Drop every attribute stated at its default value (Conv's `group=1`, Gemm's `alpha=1`, Flatten's `axis=1`, ...)."
+    version = {o.domain or 'ai.onnx': o.version for o in proto.opset_import}
+    for n in proto.graph.node:
+        try: schema = onnx.defs.get_schema(n.op_type, version.get(n.domain or 'ai.onnx', 1), n.domain)
+        except onnx.defs.SchemaError: continue
+        keep = [a for a in n.attribute if not _is_default(a, schema, n.op_type)]
         del n.attribute[:]; n.attribute.extend(keep)
 
 def _share_scalars(g):
@@ -329,17 +335,25 @@ def _share_scalars(g):
     keep = [t for t in g.initializer if t.name not in alias]
     del g.initializer[:]; g.initializer.extend(keep)
 
+_NAME_CHARS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
+
+def _short_name(k:int) -> str:
+    "The `k`-th shortest name over `[0-9a-zA-Z]`: 62 names of one character, then 62² of two, ..."
+    s = ''
+    while True:
+        s = _NAME_CHARS[k % 62] + s; k = k // 62 - 1
+        if k < 0: return s
+
 def _short_names(proto) -> dict:
-    "Rename every value but the graph's inputs and outputs to a few characters; drop names, doc strings and value_info."
+    "Rename every value but the graph's inputs and outputs, the most used first, to a few characters; drop names, doc strings and value_info."
     g = proto.graph
     io = {v.name for v in list(g.input) + list(g.output)}
-    names, k = {}, [0]
-    def new(v):
-        if v == '' or v in io: return v
-        while v not in names:
-            c = np.base_repr(k[0], 36).lower(); k[0] += 1
-            if c not in io: names[v] = c
-        return names[v]
+    uses = Counter(v for n in g.node for v in [*n.input, *n.output] if v and v not in io)
+    names, k = {}, 0
+    for v, _ in sorted(uses.items(), key=lambda kv: -kv[1]):  # (stable: ties keep graph order)
+        while _short_name(k) in io: k += 1
+        names[v] = _short_name(k); k += 1
+    new = lambda v: names.get(v, v)
     for n in g.node:
         for i, v in enumerate(n.input): n.input[i] = new(v)
         for i, v in enumerate(n.output): n.output[i] = new(v)
@@ -355,7 +369,7 @@ def _compact(proto, weight_only:bool) -> dict:
     _drop_absorbed(g)
     if weight_only: _merge_residual_biases(g)
     _relu_as_max(g)
-    _strip_conv_defaults(g)
+    _strip_defaults(proto)
     _share_scalars(g)
     used = {v for n in g.node for v in n.input}
     keep = [t for t in g.initializer if t.name in used]

@@ -4,18 +4,21 @@
 
 # %% ../../nbs/quantize/09_adaround.ipynb #bf749a09
 from __future__ import annotations
+import time
+from collections import OrderedDict
 import torch
 from torch import nn, Tensor
 from .dtype import QDtype, get_dtype
 from .grid import round_half_even, QuantSpec
 from .criteria import register_criteria
 from .schedule import Schedule, linear
-from .layerwise import LayerwiseCriteria, LayerJob, recon_loss, _check_int, _check_pos
+from .layerwise import LayerwiseCriteria, LayerJob, BlockJob, run_blockwise, recon_loss, ENGINE_DEFAULTS, _check_int, _check_pos
+from ..core.calib import CALIB_HELP
 from .quantizer import Quantizer
 
 # %% auto #0
 __all__ = ['ZETA', 'GAMMA', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'reconstruct_layer', 'AdaRound',
-           'adaround_quantize']
+           'reconstruct_block', 'adaround_quantize']
 
 # %% ../../nbs/quantize/09_adaround.ipynb #42078bed
 ZETA, GAMMA = 1.1, -0.1
@@ -131,16 +134,38 @@ def reconstruct_layer(job:LayerJob, # the layer, its cached inputs and float tar
 class AdaRound(LayerwiseCriteria):
     "Learned rounding (Nagel et al. 2020) on the grid of `scale`, layer by layer on calibration data."
     name = 'adaround'
-    layer_defaults = dict(iters=500, bs=32, lr=2e-2, reg=0.01, beta=(20., 2.), warmup=0.2, tol=0., check_every=25)
+    layer_defaults = dict(iters=500, bs=32, lr=2e-2, reg=0.01, beta=(20., 2.), warmup=0.2, tol=0., check_every=25, blocks=None)
     def __init__(self,
                  scale='mse', # scale method of the base grid: 'mse' | 'minmax' | 'percentile' | a `ScaleMethod`
-                 **kwargs): # iters, bs, lr, reg, beta, warmup, tol, check_every; and the engine's n_samples, max_mem, seed, progress, mode, num_threads
+                 **kwargs): # iters, bs, lr, reg, beta, warmup, tol, check_every, blocks (None, 'auto' or module names: BRECQ); and the engine's n_samples, max_mem, seed, progress, mode, num_threads
         super().__init__(scale, **kwargs)
-    def __repr__(self): return f"adaround({self.scale})"
+    def __repr__(self): return f"adaround({self.scale}{', blocks' if self.defaults['blocks'] else ''})"
     def validate(self, p):
         _check_int(p, 'iters'); _check_int(p, 'bs'); _check_int(p, 'check_every'); _check_pos(p, 'lr')
         if not (0 <= p['warmup'] < 1): raise ValueError(f"warmup must be in [0, 1), got {p['warmup']!r}")
         if not (p['reg'] >= 0 and 0 <= p['tol'] < 0.5): raise ValueError(f"reg must be >= 0 and tol in [0, 0.5), got {p['reg']!r}, {p['tol']!r}")
+        b = p['blocks']
+        if not (b is None or b == 'auto' or (isinstance(b, (list, tuple)) and all(isinstance(s, str) for s in b))):
+            raise ValueError(f"blocks must be None (layer by layer), 'auto' or a list of module names, got {b!r}")
+    def fit(self, quantizer, calib=None, **kwargs):
+        "Learn the rounding of every layer of `quantizer.specs`: layer by layer, or block by block with `blocks`."
+        p = self.params(**kwargs)
+        if p['blocks'] is None: return super().fit(quantizer, calib, **kwargs)
+        if calib is None: raise ValueError(f"criteria={self.name} needs calibration data: {CALIB_HELP}")
+        self.stats = OrderedDict()
+        if not quantizer.specs: return
+        split = run_blockwise(quantizer, calib, lambda job: self._fit_block(job, p), p['blocks'],
+                              **{k: p[k] for k in ENGINE_DEFAULTS if k != 'mode'})
+        self.mode = 'blocks' + (f" (split into layers: {', '.join(split)})" if split else '')
+    def _fit_block(self, job, p):
+        t0 = time.perf_counter()
+        srs = {r: SoftRounding(w, sp).to(w.device) for r, (_, sp, w) in job.layers.items()}
+        st = reconstruct_block(job, srs, **{k: p[k] for k in ('iters', 'bs', 'lr', 'reg', 'beta', 'warmup', 'tol', 'check_every')})
+        qs = {job.layers[r][0]: sr.hard_q() for r, sr in srs.items()}
+        for r, (n, sp, _) in job.layers.items():
+            self.stats[n] = {**st, 'block': job.name, 'flipped': int((qs[n] != sp.q).sum()), 'n_weights': qs[n].numel(),
+                             'seconds': time.perf_counter() - t0, 'n_cached': len(job)}
+        return qs
     def fit_layer(self, job:LayerJob, p:dict):
         "Learn the rounding of `job`'s layer; returns its integers and statistics."
         sr = SoftRounding(job.weight, job.spec).to(job.weight.device)
@@ -148,6 +173,43 @@ class AdaRound(LayerwiseCriteria):
         return sr.hard_q(), st
 
 register_criteria('adaround', lambda: AdaRound('mse'))
+
+# %% ../../nbs/quantize/09_adaround.ipynb #4f532cea
+def reconstruct_block(job:BlockJob, # the block, its layers, cached inputs and float outputs (see `run_blockwise`)
+                      srs:dict, # relative layer name -> its `SoftRounding` (optimised in place)
+                      iters:int=500, # maximum number of iterations
+                      bs:int=32, # minibatch size (samples)
+                      lr:float=2e-2, # Adam learning rate of the rounding variables
+                      reg:float=0.01, # regulariser weight λ
+                      beta=(20., 2.), # annealed regulariser exponent
+                      warmup:float=0.2, # fraction of iterations without the regulariser
+                      tol:float=0., # decisions count as settled once h <= tol or h >= 1 - tol
+                      check_every:int=25) -> dict: # check for settled decisions every this many iterations
+    "Learn the rounding of every layer of `job`'s block so the block's output matches `job.y`; returns a dict of statistics."
+    n, bsched = len(job), beta_schedule(warmup, beta)
+    opt = torch.optim.Adam([sr.v for sr in srs.values()], lr=lr)
+    bs = min(bs, n)
+    idx0 = slice(0, max(bs, min(n, 256)))
+    hard = lambda: {r: sr.soft_weight((sr.v >= 0).float()) for r, sr in srs.items()}
+    stats = dict(iters=0, settled=False)
+    with torch.no_grad(): stats['rec_start'] = float(job.loss(idx0, {r: sr.soft_weight() for r, sr in srs.items()}))
+    bar = job.iterations(iters)
+    for it in bar:
+        k = int(torch.randint(n - bs + 1, (1,), generator=job.generator))
+        rec = job.loss(slice(k, k + bs), {r: sr.soft_weight() for r, sr in srs.items()})
+        b = bsched(it / iters)
+        loss = rec if b is None else rec + reg * sum(sr.reg(b) for sr in srs.values())
+        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+        stats['iters'] = it + 1
+        if b is not None and (it + 1) % check_every == 0:
+            und = sum(sr.n_undecided(tol) for sr in srs.values())
+            if hasattr(bar, 'comment'): bar.comment = f"{job.name}: loss {rec.item():.4g}, undecided {und}"
+            if und == 0: stats['settled'] = True; break
+    stats['undecided'] = sum(sr.n_undecided(tol) for sr in srs.values())
+    with torch.no_grad():
+        stats['rec_end'] = float(job.loss(idx0, hard()))
+        stats['rec_rtn'] = float(job.loss(idx0, {r: sp.dequantize().to(w.device) for r, (_, sp, w) in job.layers.items()}))
+    return stats
 
 # %% ../../nbs/quantize/09_adaround.ipynb #0779dcbf
 def adaround_quantize(model:nn.Module, # the float model (not modified unless `inplace`)

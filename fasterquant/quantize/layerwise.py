@@ -19,7 +19,8 @@ from ..core.calib import calib_batches, CALIB_HELP
 from ..core.utils import run_model, model_device
 
 # %% auto #0
-__all__ = ['ENGINE_DEFAULTS', 'recon_loss', 'LayerJob', 'post_chain', 'run_layerwise', 'LayerwiseCriteria']
+__all__ = ['ENGINE_DEFAULTS', 'recon_loss', 'LayerJob', 'post_chain', 'run_layerwise', 'LayerwiseCriteria', 'auto_blocks',
+           'BlockJob', 'run_blockwise']
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #ef1ee1d1
 def recon_loss(out:Tensor, target:Tensor, dim:int=1) -> Tensor:
@@ -347,3 +348,102 @@ class LayerwiseCriteria(Criteria):
     def fit_layer(self, job:LayerJob, p:dict):
         "The integers for `job`'s layer and a dict of statistics."
         raise NotImplementedError
+
+# %% ../../nbs/quantize/08_layerwise.ipynb #e5042790
+def auto_blocks(model:nn.Module, # the model
+                names) -> list: # the quantized layers
+    "The deepest submodules holding at least two of the layers `names`, and not all of them: residual blocks, attention/MLP halves."
+    names = list(names)
+    inside = lambda b: [n for n in names if n.startswith(b + '.')]
+    cand = [b for b, _ in model.named_modules() if b and 2 <= len(inside(b)) < len(names)]
+    return [b for b in cand if not any(o.startswith(b + '.') for o in cand)]
+
+class BlockJob:
+    "A block's reconstruction problem: the block, its quantized layers (relative name -> layer name, spec, float weight), cached inputs `x` and float outputs `y`."
+    def __init__(self,
+                 name:str, # the block's module name
+                 block:nn.Module, # the block (a layer itself, for a block of one)
+                 layers:dict, # relative name ('' for the block itself) -> (layer name in the Quantizer, RTN spec, float weight)
+                 x:Tensor, # cached block inputs [N, ...] from the quantized network, in random order
+                 y:Tensor, # the float network's block outputs, in the same order
+                 generator=None, # random generator for minibatches
+                 bar=None): # parent fastprogress bar
+        store_attr()
+        self.channel_dim = -1 if isinstance(dict(block.named_modules())[list(layers)[-1]], nn.Linear) else 1
+    def __len__(self): return len(self.x)
+    def output(self, x:Tensor, weights:dict) -> Tensor:
+        "The block's output on `x` with `weights` (relative name -> weight) for its quantized layers."
+        return functional_call(self.block, {(f"{r}.weight" if r else 'weight'): w for r, w in weights.items()}, (x.float(),))
+    def loss(self, idx, weights:dict) -> Tensor:
+        "`recon_loss` of the block output on the samples `idx` with `weights`."
+        return recon_loss(self.output(self.x[idx], weights), self.y[idx].float(), self.channel_dim)
+    def iterations(self, n:int):
+        "`range(n)`, as a progress bar under the engine's bar when it shows one."
+        if self.bar is None: return range(n)
+        pb = progress_bar(range(n), parent=self.bar, leave=False); pb.comment = self.name
+        return pb
+
+def _block_units(quantizer, blocks, batch):
+    "`[(unit name, module, [layer names])]` in execution order, and the blocks split into layers (with why)."
+    model, names = quantizer.model, list(quantizer.specs)
+    mods = dict(model.named_modules())
+    unknown = [b for b in blocks if b not in mods]
+    if unknown: raise ValueError(f"blocks {unknown[:3]} are not modules of the model: pass names from model.named_modules(), or blocks='auto'")
+    units, taken = [], set()
+    for b in blocks:
+        ls = [n for n in names if (n == b or n.startswith(b + '.')) and n not in taken]
+        if ls: units.append((b, mods[b], ls)); taken |= set(ls)
+    units += [(n, quantizer.layers[n], [n]) for n in names if n not in taken]
+    calls, order, hs = {}, [], []
+    def pre(m, args, u): 
+        calls[u] = calls.get(u, 0) + (1 if len(args) == 1 and isinstance(args[0], Tensor) else 2)
+        if u not in order: order.append(u)
+    def post(m, args, out, u):
+        if not isinstance(out, Tensor): calls[u] = 2
+    for u, m, _ in units:
+        hs += [m.register_forward_pre_hook(lambda m, a, u=u: pre(m, a, u)), m.register_forward_hook(lambda m, a, o, u=u: post(m, a, o, u))]
+    try:
+        with torch.no_grad(): run_model(model, batch)
+    finally:
+        for h in hs: h.remove()
+    split = [u for u, m, ls in units if len(ls) > 1 and calls.get(u) != 1]
+    out = []
+    for u, m, ls in units:
+        if u in split: out += [(n, quantizer.layers[n], [n]) for n in ls]
+        else: out.append((u, m, ls))
+    pos = {u: i for i, u in enumerate(order)}
+    first = lambda unit: min([pos.get(n, len(pos)) for n in unit[2]] + [pos.get(unit[0], len(pos))])
+    return sorted(out, key=first), split
+
+def run_blockwise(quantizer, # its `specs` are the layers to refine
+                  calib, # calibration data (anything `calib_batches` reads)
+                  fit_block, # `fit_block(job: BlockJob) -> {layer name: integers}`
+                  blocks='auto', # module names of the blocks, or 'auto' (`auto_blocks`)
+                  n_samples:int=1024, # use at most this many calibration samples
+                  max_mem:float=1.0, # GB for one block's cached inputs and outputs
+                  seed:int=0, # seed of the cache shuffling and minibatch sampling
+                  progress:bool=True, # fastprogress bars
+                  num_threads:int=None) -> list: # torch CPU threads while fitting
+    "Refine the layers of `quantizer.specs` block by block in execution order with `fit_block`; returns the blocks split into layers."
+    model = quantizer.model
+    batches = list(calib_batches(calib, model=model).limit(n_samples).to(model_device(model)))
+    blocks = auto_blocks(model, quantizer.specs) if blocks == 'auto' else list(blocks)
+    units, split = _block_units(quantizer, blocks, batches[0])
+    gen = torch.Generator().manual_seed(seed)
+    float_w = {f"{n}.weight": quantizer.float_weight(n) for n in quantizer.specs}
+    mb = master_bar([u for u, _, _ in units]) if progress else None
+    training, threads = model.training, torch.get_num_threads()
+    model.eval()
+    if num_threads: torch.set_num_threads(num_threads)
+    try:
+        for i, (u, m, ls) in enumerate(progress_bar(units, parent=mb) if mb is not None else units):
+            with torch.no_grad():
+                xs, ys = _capture(model, m, batches), _capture(model, m, batches, output=True, weights=float_w)
+            x, y = _cache(xs, ys, max_mem, gen)
+            rel = {(n[len(u) + 1:] if n != u else ''): (n, quantizer.specs[n], quantizer.float_weight(n)) for n in ls}
+            if mb is not None: mb.main_bar.comment = u
+            with torch.enable_grad(): qs = fit_block(BlockJob(u, m, rel, x, y.to(x.device), gen, mb))
+            quantizer.set_specs({n: quantizer.specs[n].with_q(qs[n]) for n in ls})
+    finally:
+        model.train(training); torch.set_num_threads(threads)
+    return split
