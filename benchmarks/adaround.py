@@ -166,8 +166,8 @@ def methods_for(name, a):
                        ('fasterquant AdaRound blocks (BRECQ)', bits, lambda s: AdaRound(iters=a.iters, bs=a.bs, seed=s, blocks='auto', **eng))]
     bits = [int(b) for b in a.w_bits.split(',')]
     if name == 'effnet_lite0_fmnist': return [m for m in ms(4) if 'blocks' not in m[0]]   # 50 layers: W4, the target
-    if name == 'timm_resnet18_fmnist':   # 11M parameters: W4 without blocks, W3 with the fast and the low-bit methods
-        return [m for b in bits if b >= 3 for m in ms(b) if ('blocks' not in m[0]) if b == 4 else ('GPTQ' in m[0] or 'blocks' in m[0])]
+    if name == 'timm_resnet18_fmnist':   # 11M parameters: W4 without blocks; W3 with GPTQ and blocks when asked (--w-bits 4,3)
+        return [m for b in bits if b >= 3 for m in ms(b) if (('blocks' not in m[0]) if b == 4 else ('GPTQ' in m[0] or 'blocks' in m[0]))]
     return [m for b in bits for m in ms(b)]
 
 def bench_model(name, a, aimet_py, log):
@@ -292,7 +292,11 @@ def main():
                 python=platform.python_version(), aimet=bool(aimet_py))
     results = []
     for name in a.models.split(','):
-        try: results.append(bench_model(name, a, aimet_py, log))
+        try:
+            results.append(bench_model(name, a, aimet_py, log))
+            part = Path(a.out).with_suffix(f'.{name}.json')   # each model's rows as soon as they exist (combine runs with --merge)
+            from fasterquant.core.utils import atomic_path
+            with atomic_path(part) as tmp: tmp.write_text(json.dumps(dict(meta=meta, results=[results[-1]]), indent=1))
         except Exception as e:  # a model that cannot run here (e.g. EfficientNet-Lite0 packages missing) is reported, not fatal
             log(f"{name}: skipped ({type(e).__name__}: {e})")
             results.append(dict(model=name, skipped=f"{type(e).__name__}: {e}"))
@@ -300,9 +304,24 @@ def main():
     write(results, meta, a)
     log(f"wrote {Path(a.out).with_suffix('.md')} and .json")
 
+def from_log(path, a):
+    "A run's results rebuilt from its log (the rows it printed, one per line), for a run stopped before it wrote its json."
+    import ast
+    results, meta = [], dict(date=time.strftime('%Y-%m-%d %H:%M', time.localtime(Path(path).stat().st_mtime)), cpus=os.cpu_count(),
+                            torch=torch.__version__, threads=a.threads, load_start='?', load_end='?', iters=a.iters, calib=a.calib, bs=a.bs,
+                            repeats=a.repeats, seeds=a.seeds, fast_iters=a.fast_iters, from_log=str(path))
+    for line in Path(path).read_text().splitlines():
+        if ': float ' in line and not line.startswith(' '):
+            name, rest = line.split(': float ')
+            data = fmnist()
+            results.append(dict(model=name, n_test=int(rest.split('(')[1].split()[0]), float=float(rest.split()[0]),
+                                params=sum(p.numel() for p in load_model(name, data).parameters()), rows=[]))
+        elif line.startswith('  {') and results: results[-1]['rows'].append(ast.literal_eval(line.strip()))
+    return dict(meta=meta, results=results)
+
 def merge(a):
     "Combine partial runs (same settings, different models) into one report; the last run of a model wins."
-    parts = [json.loads(Path(f).read_text()) for f in a.merge.split(',')]
+    parts = [json.loads(Path(f).read_text()) if f.endswith('.json') else from_log(f, a) for f in a.merge.split(',')]
     meta = dict(parts[0]['meta'])
     for k in ('date', 'load_start', 'load_end'): meta[k] = ' / '.join(str(p['meta'][k]) for p in parts)
     meta['merged_from'] = a.merge.split(',')

@@ -244,8 +244,10 @@ def main():
             except ImportError as e: print(f"  skipped: {e}")
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     md = report(results, time.perf_counter() - t0, a.quick)
-    (out/'deploy.md').write_text(md)
-    (out/'deploy.json').write_text(json.dumps(dict(seconds=time.perf_counter() - t0, quick=a.quick, settings=SETTINGS, results=results), indent=1, default=str))
+    from fasterquant.core.utils import atomic_path
+    with atomic_path(out/'deploy.md') as f: f.write_text(md)
+    with atomic_path(out/'deploy.json') as f:
+        f.write_text(json.dumps(dict(seconds=time.perf_counter() - t0, quick=a.quick, settings=SETTINGS, results=results), indent=1, default=str))
     print(md)
 
 if __name__ == '__main__': main()

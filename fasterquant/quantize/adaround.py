@@ -12,13 +12,13 @@ from .dtype import QDtype, get_dtype
 from .grid import round_half_even, QuantSpec
 from .criteria import register_criteria
 from .schedule import Schedule, linear
-from .layerwise import LayerwiseCriteria, LayerJob, BlockJob, run_blockwise, recon_loss, ENGINE_DEFAULTS, _check_int, _check_pos
+from .layerwise import LayerwiseCriteria, LayerJob, BlockJob, run_blockwise, recon_loss, ENGINE_DEFAULTS, check_int, check_pos
 from ..core.calib import CALIB_HELP
 from .quantizer import Quantizer
 
 # %% auto #0
-__all__ = ['ZETA', 'GAMMA', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'reconstruct_layer', 'AdaRound',
-           'reconstruct_block', 'adaround_quantize']
+__all__ = ['ZETA', 'GAMMA', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'reconstruct', 'AdaRound',
+           'adaround_quantize']
 
 # %% ../../nbs/quantize/09_adaround.ipynb #42078bed
 ZETA, GAMMA = 1.1, -0.1
@@ -87,50 +87,64 @@ def beta_schedule(warmup:float=0.2, # fraction of iterations without the regular
     return lambda pct: None if pct < warmup else b0 + (b1 - b0) * ramp(pct)
 
 # %% ../../nbs/quantize/09_adaround.ipynb #c25a839a
-def _adam(p, lr):
-    try: return torch.optim.Adam([p], lr=lr, fused=True)  # one pass over the variables per step
-    except (RuntimeError, TypeError): return torch.optim.Adam([p], lr=lr)
+def _adam(ps, lr):
+    try: return torch.optim.Adam(ps, lr=lr, fused=True)  # one pass over the variables per step
+    except (RuntimeError, TypeError): return torch.optim.Adam(ps, lr=lr)
 
-def reconstruct_layer(job:LayerJob, # the layer, its cached inputs and float targets (see `quantize.layerwise`)
-                      sr:SoftRounding, # its rounding variables (optimised in place)
-                      iters:int=500, # maximum number of iterations
-                      bs:int=32, # minibatch size (samples)
-                      lr:float=2e-2, # Adam learning rate of the rounding variables
-                      reg:float=0.01, # regulariser weight λ
-                      beta=(20., 2.), # annealed regulariser exponent
-                      warmup:float=0.2, # fraction of iterations without the regulariser
-                      tol:float=0., # decisions count as settled once h <= tol or h >= 1 - tol
-                      check_every:int=25) -> dict: # check for settled decisions every this many iterations
-    "Learn `sr`'s rounding so the layer's output through `job.post` matches `job.y`; returns a dict of statistics."
-    n, bsched, opt = len(job), beta_schedule(warmup, beta), _adam(sr.v, lr)
+def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `BlockJob` (a block of layers, see `run_blockwise`)
+                rounding, # the layer's `SoftRounding`, or for a block {relative layer name: SoftRounding}; optimised in place
+                iters:int=500, # maximum number of iterations
+                bs:int=32, # minibatch size (samples)
+                lr:float=2e-2, # Adam learning rate of the rounding variables
+                reg:float=0.01, # regulariser weight λ
+                beta=(20., 2.), # annealed regulariser exponent
+                warmup:float=0.2, # fraction of iterations without the regulariser
+                tol:float=0., # decisions count as settled once h <= tol or h >= 1 - tol
+                check_every:int=25) -> dict: # check for settled decisions every this many iterations
+    "Learn the rounding so the layer's output (through `job.post`), or the block's, matches `job.y`; returns a dict of statistics."
+    block = isinstance(rounding, dict)
+    srs = rounding if block else {'': rounding}
+    weights = lambda f: {r: f(r, sr) for r, sr in srs.items()} if block else f('', rounding)
+    rtn = {r: sp for r, (_, sp, _) in job.layers.items()} if block else {'': job.spec}
+    n, bsched, opt = len(job), beta_schedule(warmup, beta), _adam([sr.v for sr in srs.values()], lr)
     bs = min(bs, n)
     idx0 = slice(0, max(bs, min(n, 256)))
+    undecided = lambda: sum(sr.n_undecided(tol) for sr in srs.values())
     stats = dict(iters=0, settled=False)
-    with torch.no_grad(): stats['rec_start'] = float(job.loss(idx0, sr.soft_weight()))
+    with torch.no_grad(): stats['rec_start'] = float(job.loss(idx0, weights(lambda r, sr: sr.soft_weight())))
     bar = job.iterations(iters)
     for it in bar:
         k = int(torch.randint(n - bs + 1, (1,), generator=job.generator))
-        with torch.no_grad():
-            sig = torch.sigmoid(sr.v)
-            w = sr.soft_weight((sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1))
-        w.requires_grad_(True)
-        rec = job.loss(slice(k, k + bs), w)   # a window of the shuffled cache: a view, no gather
-        gw, = torch.autograd.grad(rec, w)
-        b = bsched(it / iters)
-        sr.v.grad = sr.grad_v(gw, b, reg, sig)
+        win, b = slice(k, k + bs), bsched(it / iters)   # a window of the shuffled cache: a view, no gather
+        if block:
+            rec = job.loss(win, weights(lambda r, sr: sr.soft_weight()))
+            loss = rec if b is None else rec + reg * sum(sr.reg(b) for sr in srs.values())
+            opt.zero_grad(set_to_none=True); loss.backward()
+        else:
+            sr = rounding
+            with torch.no_grad():
+                sig = torch.sigmoid(sr.v)
+                w = sr.soft_weight((sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1))
+            w.requires_grad_(True)
+            rec = job.loss(win, w)
+            gw, = torch.autograd.grad(rec, w)
+            sr.v.grad = sr.grad_v(gw, b, reg, sig)
         opt.step()
         stats['iters'] = it + 1
         if b is not None and (it + 1) % check_every == 0:
-            und = sr.n_undecided(tol)
+            und = undecided()
             if hasattr(bar, 'comment'): bar.comment = f"{job.name}: loss {rec.item():.4g}, undecided {und}"
             if und == 0: stats['settled'] = True; break
-    stats['undecided'] = sr.n_undecided(tol)
+    stats['undecided'] = undecided()
     with torch.no_grad():
-        stats['rec_end'] = float(job.loss(idx0, sr.soft_weight((sr.v >= 0).float())))
-        stats['rec_rtn'] = float(job.loss(idx0, job.spec.dequantize().to(sr.w0.device)))
+        stats['rec_end'] = float(job.loss(idx0, weights(lambda r, sr: sr.soft_weight((sr.v >= 0).float()))))
+        stats['rec_rtn'] = float(job.loss(idx0, weights(lambda r, sr: rtn[r].dequantize().to(sr.w0.device))))
     return stats
 
+
 # %% ../../nbs/quantize/09_adaround.ipynb #f7e744fa
+_RECON_ARGS = ('iters', 'bs', 'lr', 'reg', 'beta', 'warmup', 'tol', 'check_every')
+
 class AdaRound(LayerwiseCriteria):
     "Learned rounding (Nagel et al. 2020) on the grid of `scale`, layer by layer on calibration data."
     name = 'adaround'
@@ -141,7 +155,7 @@ class AdaRound(LayerwiseCriteria):
         super().__init__(scale, **kwargs)
     def __repr__(self): return f"adaround({self.scale}{', blocks' if self.defaults['blocks'] else ''})"
     def validate(self, p):
-        _check_int(p, 'iters'); _check_int(p, 'bs'); _check_int(p, 'check_every'); _check_pos(p, 'lr')
+        check_int(p, 'iters'); check_int(p, 'bs'); check_int(p, 'check_every'); check_pos(p, 'lr')
         if not (0 <= p['warmup'] < 1): raise ValueError(f"warmup must be in [0, 1), got {p['warmup']!r}")
         if not (p['reg'] >= 0 and 0 <= p['tol'] < 0.5): raise ValueError(f"reg must be >= 0 and tol in [0, 0.5), got {p['reg']!r}, {p['tol']!r}")
         b = p['blocks']
@@ -160,7 +174,7 @@ class AdaRound(LayerwiseCriteria):
     def _fit_block(self, job, p):
         t0 = time.perf_counter()
         srs = {r: SoftRounding(w, sp).to(w.device) for r, (_, sp, w) in job.layers.items()}
-        st = reconstruct_block(job, srs, **{k: p[k] for k in ('iters', 'bs', 'lr', 'reg', 'beta', 'warmup', 'tol', 'check_every')})
+        st = reconstruct(job, srs, **{k: p[k] for k in _RECON_ARGS})
         qs = {job.layers[r][0]: sr.hard_q() for r, sr in srs.items()}
         for r, (n, sp, _) in job.layers.items():
             self.stats[n] = {**st, 'block': job.name, 'flipped': int((qs[n] != sp.q).sum()), 'n_weights': qs[n].numel(),
@@ -169,47 +183,10 @@ class AdaRound(LayerwiseCriteria):
     def fit_layer(self, job:LayerJob, p:dict):
         "Learn the rounding of `job`'s layer; returns its integers and statistics."
         sr = SoftRounding(job.weight, job.spec).to(job.weight.device)
-        st =  reconstruct_layer(job, sr, **{k: p[k] for k in ('iters', 'bs', 'lr', 'reg', 'beta', 'warmup', 'tol', 'check_every')})
+        st = reconstruct(job, sr, **{k: p[k] for k in _RECON_ARGS})
         return sr.hard_q(), st
 
 register_criteria('adaround', lambda: AdaRound('mse'))
-
-# %% ../../nbs/quantize/09_adaround.ipynb #4f532cea
-def reconstruct_block(job:BlockJob, # the block, its layers, cached inputs and float outputs (see `run_blockwise`)
-                      srs:dict, # relative layer name -> its `SoftRounding` (optimised in place)
-                      iters:int=500, # maximum number of iterations
-                      bs:int=32, # minibatch size (samples)
-                      lr:float=2e-2, # Adam learning rate of the rounding variables
-                      reg:float=0.01, # regulariser weight λ
-                      beta=(20., 2.), # annealed regulariser exponent
-                      warmup:float=0.2, # fraction of iterations without the regulariser
-                      tol:float=0., # decisions count as settled once h <= tol or h >= 1 - tol
-                      check_every:int=25) -> dict: # check for settled decisions every this many iterations
-    "Learn the rounding of every layer of `job`'s block so the block's output matches `job.y`; returns a dict of statistics."
-    n, bsched = len(job), beta_schedule(warmup, beta)
-    opt = torch.optim.Adam([sr.v for sr in srs.values()], lr=lr)
-    bs = min(bs, n)
-    idx0 = slice(0, max(bs, min(n, 256)))
-    hard = lambda: {r: sr.soft_weight((sr.v >= 0).float()) for r, sr in srs.items()}
-    stats = dict(iters=0, settled=False)
-    with torch.no_grad(): stats['rec_start'] = float(job.loss(idx0, {r: sr.soft_weight() for r, sr in srs.items()}))
-    bar = job.iterations(iters)
-    for it in bar:
-        k = int(torch.randint(n - bs + 1, (1,), generator=job.generator))
-        rec = job.loss(slice(k, k + bs), {r: sr.soft_weight() for r, sr in srs.items()})
-        b = bsched(it / iters)
-        loss = rec if b is None else rec + reg * sum(sr.reg(b) for sr in srs.values())
-        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
-        stats['iters'] = it + 1
-        if b is not None and (it + 1) % check_every == 0:
-            und = sum(sr.n_undecided(tol) for sr in srs.values())
-            if hasattr(bar, 'comment'): bar.comment = f"{job.name}: loss {rec.item():.4g}, undecided {und}"
-            if und == 0: stats['settled'] = True; break
-    stats['undecided'] = sum(sr.n_undecided(tol) for sr in srs.values())
-    with torch.no_grad():
-        stats['rec_end'] = float(job.loss(idx0, hard()))
-        stats['rec_rtn'] = float(job.loss(idx0, {r: sp.dequantize().to(w.device) for r, (_, sp, w) in job.layers.items()}))
-    return stats
 
 # %% ../../nbs/quantize/09_adaround.ipynb #0779dcbf
 def adaround_quantize(model:nn.Module, # the float model (not modified unless `inplace`)

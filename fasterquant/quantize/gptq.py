@@ -9,7 +9,7 @@ from torch import nn, Tensor
 import torch.nn.functional as F
 from .grid import quantize, QuantSpec
 from .criteria import register_criteria
-from .layerwise import LayerwiseCriteria, LayerJob, _check_int
+from .layerwise import LayerwiseCriteria, LayerJob, check_int
 
 # %% auto #0
 __all__ = ['GPTQ_LAYERS', 'layer_rows', 'input_hessian', 'gptq_round', 'GPTQ']
@@ -126,7 +126,7 @@ class GPTQ(LayerwiseCriteria):
         super().__init__(scale, **kwargs)
     def __repr__(self): return f"gptq({self.scale})"
     def validate(self, p):
-        _check_int(p, 'block')
+        check_int(p, 'block')
         if isinstance(p['damp'], bool) or not isinstance(p['damp'], (int, float)) or not 0 <= p['damp'] < float('inf'):
             raise ValueError(f"damp must be a finite number >= 0, got {p['damp']!r}")
         if not isinstance(p['act_order'], bool): raise ValueError(f"act_order must be True or False, got {p['act_order']!r}")

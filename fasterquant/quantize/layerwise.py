@@ -19,8 +19,8 @@ from ..core.calib import calib_batches, CALIB_HELP
 from ..core.utils import run_model, model_device
 
 # %% auto #0
-__all__ = ['ENGINE_DEFAULTS', 'recon_loss', 'LayerJob', 'post_chain', 'run_layerwise', 'LayerwiseCriteria', 'auto_blocks',
-           'BlockJob', 'run_blockwise']
+__all__ = ['ENGINE_DEFAULTS', 'recon_loss', 'ReconJob', 'LayerJob', 'post_chain', 'run_layerwise', 'check_int', 'check_pos',
+           'LayerwiseCriteria', 'auto_blocks', 'BlockJob', 'run_blockwise']
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #ef1ee1d1
 def recon_loss(out:Tensor, target:Tensor, dim:int=1) -> Tensor:
@@ -34,7 +34,22 @@ def _weight_fn(layer:nn.Module):
     if t in (nn.Conv1d, nn.Conv2d, nn.Conv3d): return lambda x, w: layer._conv_forward(x, w, layer.bias)
     return lambda x, w: functional_call(layer, {'weight': w}, (x,))
 
-class LayerJob:
+class ReconJob:
+    "What every reconstruction problem has: cached inputs `x`, float targets `y`, `output(x, w)` to compare with them, minibatches and a bar."
+    def __len__(self): return len(self.x)
+    def output(self, x:Tensor, w) -> Tensor:
+        "The output on inputs `x` with weights `w`: what is compared with `y`."
+        raise NotImplementedError
+    def loss(self, idx, w) -> Tensor:
+        "`recon_loss` on the samples `idx` (a slice or index tensor) with weights `w`."
+        return recon_loss(self.output(self.x[idx], w), self.y[idx].float(), self.channel_dim)
+    def iterations(self, n:int):
+        "`range(n)`, as a progress bar under the engine's bar when it shows one."
+        if self.bar is None: return range(n)
+        pb = progress_bar(range(n), parent=self.bar, leave=False); pb.comment = self.name
+        return pb
+
+class LayerJob(ReconJob):
     "One layer's reconstruction problem: its float weight and round-to-nearest spec, cached inputs `x` from the quantized network, float targets `y`."
     def __init__(self,
                  name:str, # the layer's name in the Quantizer
@@ -50,18 +65,9 @@ class LayerJob:
         self.post = post or (lambda t: t)
         self._fwd = _weight_fn(layer)
         self.channel_dim = -1 if isinstance(layer, nn.Linear) else 1
-    def __len__(self): return len(self.x)
     def output(self, x:Tensor, w:Tensor) -> Tensor:
         "The layer's output on inputs `x` with weight `w`, continued through `post`: what is compared with `y`."
         return self.post(self._fwd(x.float(), w))
-    def loss(self, idx, w:Tensor) -> Tensor:
-        "`recon_loss` on the samples `idx` (a slice or index tensor) with weight `w`."
-        return recon_loss(self.output(self.x[idx], w), self.y[idx].float(), self.channel_dim)
-    def iterations(self, n:int):
-        "`range(n)`, as a progress bar under the engine's bar when it shows one."
-        if self.bar is None: return range(n)
-        pb = progress_bar(range(n), parent=self.bar, leave=False); pb.comment = self.name
-        return pb
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #d8b9b5dc
 _PASS_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d)
@@ -299,13 +305,15 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
     return 'fx' if graph is not None else f"hooks ({why})"
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #0a604520
-def _check_int(p, k, lo=1, none_ok=False):
+def check_int(p:dict, k:str, lo:int=1, none_ok:bool=False):
+    "Raise a one-line `ValueError` unless parameter `p[k]` is an integer >= `lo` (or None, with `none_ok`)."
     v = p[k]
     if none_ok and v is None: return
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise ValueError(f"{k} must be an integer >= {lo}{' or None' if none_ok else ''}, got {v!r}")
 
-def _check_pos(p, k):
+def check_pos(p:dict, k:str):
+    "Raise a one-line `ValueError` unless parameter `p[k]` is a positive finite number."
     v = p[k]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v or v == float('inf'):
         raise ValueError(f"{k} must be a positive finite number, got {v!r}")
@@ -324,7 +332,7 @@ class LayerwiseCriteria(Criteria):
         unknown = set(kwargs) - set(known)
         if unknown: raise ValueError(f"Unknown {self.name} arguments {sorted(unknown)}: use some of {list(known)}")
         p = {**known, **self.defaults, **kwargs}
-        _check_int(p, 'n_samples', none_ok=True); _check_int(p, 'num_threads', none_ok=True); _check_pos(p, 'max_mem')
+        check_int(p, 'n_samples', none_ok=True); check_int(p, 'num_threads', none_ok=True); check_pos(p, 'max_mem')
         if p['mode'] not in ('auto', 'fx', 'hooks'): raise ValueError(f"mode must be 'auto', 'fx' or 'hooks', got {p['mode']!r}")
         self.validate(p)
         return p
@@ -358,7 +366,7 @@ def auto_blocks(model:nn.Module, # the model
     cand = [b for b, _ in model.named_modules() if b and 2 <= len(inside(b)) < len(names)]
     return [b for b in cand if not any(o.startswith(b + '.') for o in cand)]
 
-class BlockJob:
+class BlockJob(ReconJob):
     "A block's reconstruction problem: the block, its quantized layers (relative name -> layer name, spec, float weight), cached inputs `x` and float outputs `y`."
     def __init__(self,
                  name:str, # the block's module name
@@ -370,18 +378,9 @@ class BlockJob:
                  bar=None): # parent fastprogress bar
         store_attr()
         self.channel_dim = -1 if isinstance(dict(block.named_modules())[list(layers)[-1]], nn.Linear) else 1
-    def __len__(self): return len(self.x)
     def output(self, x:Tensor, weights:dict) -> Tensor:
         "The block's output on `x` with `weights` (relative name -> weight) for its quantized layers."
         return functional_call(self.block, {(f"{r}.weight" if r else 'weight'): w for r, w in weights.items()}, (x.float(),))
-    def loss(self, idx, weights:dict) -> Tensor:
-        "`recon_loss` of the block output on the samples `idx` with `weights`."
-        return recon_loss(self.output(self.x[idx], weights), self.y[idx].float(), self.channel_dim)
-    def iterations(self, n:int):
-        "`range(n)`, as a progress bar under the engine's bar when it shows one."
-        if self.bar is None: return range(n)
-        pb = progress_bar(range(n), parent=self.bar, leave=False); pb.comment = self.name
-        return pb
 
 def _block_units(quantizer, blocks, batch):
     "`[(unit name, module, [layer names])]` in execution order, and the blocks split into layers (with why)."
