@@ -69,7 +69,7 @@ def check_args(args):
     from fasterquant.core.utils import check_output
     _positive(args.batch_size, '--batch-size'); _positive(args.n_batches, '--n-batches')
     for flag in ('top', 'max_nodes'): _positive(getattr(args, flag, None), '--' + flag.replace('_', '-'), zero_ok=True)
-    if getattr(args, 'block_depth', 1) < 1: raise CLIError(f"--block-depth must be at least 1, got {args.block_depth}")
+    if (getattr(args, 'block_depth', None) or 1) < 1: raise CLIError(f"--block-depth must be at least 1, got {args.block_depth}")
     cov, thr = getattr(args, 'coverage', None), getattr(args, 'threshold', None)
     if thr is None and cov is not None and not 0 <= cov <= 1: raise CLIError(f"--coverage must be in [0, 1], got {cov}")
     if thr is not None and not math.isfinite(thr): raise CLIError(f"--threshold must be a finite number, got {thr}")
@@ -101,15 +101,24 @@ def _progress(args) -> bool: return not args.quiet and sys.stdout.isatty()
 
 MODES = {'int8': ('int8', 'int8'), 'u8s8': ('int8', 'uint8'), 'w4a8': ('int4', 'int8')}
 
-def parse_blocks(specs, model, depth:int=1, names=None):
-    "`--blocks` values as the `blocks` mapping of `suggest_exclusion`: None, automatic (`['auto']`, over the nodes `names`) or `NAME=REGEX` / `REGEX` items."
+def parse_blocks(specs, model, depth:int=None, names=None, graph=None, info:list=None):
+    "`--blocks` values as the `blocks` mapping of `suggest_exclusion`: None, automatic (`['auto']`, over the nodes `names`) or `NAME=REGEX` / `REGEX` items; `info` gets how automatic blocks were made."
     if not specs: return None
-    from fasterquant.sensitivity.picker import blocks_from_names
-    from fasterquant.sensitivity.onnx import onnx_node_scopes
+    from fasterquant.sensitivity.picker import blocks_from_names, drop_whole_blocks, repeat_depth, module_path
+    from fasterquant.sensitivity.onnx import onnx_node_scopes, graph_blocks
+    info = info if info is not None else []
     if list(specs) == ['auto']:
-        if depth < 1: raise CLIError(f"--block-depth must be at least 1, got {depth}")
+        if depth is not None and depth < 1: raise CLIError(f"--block-depth must be at least 1, got {depth}")
         scopes = onnx_node_scopes(model)
-        return blocks_from_names({n: scopes.get(n, n) for n in (scopes if names is None else names)}, depth=depth)
+        names = list(scopes) if names is None else list(names)
+        paths = {n: scopes.get(n, n) for n in names}
+        d = depth or repeat_depth([module_path(p) for p in paths.values()])
+        blocks = blocks_from_names(paths, depth=d) if d else {}
+        if blocks: info.append(f"name hierarchy, depth {d}" + ('' if depth else ' (where indexed siblings repeat)'))
+        else: blocks = graph_blocks(graph if graph is not None else model, names); info.append("graph: runs of nodes between residual joins (names carry no hierarchy)")
+        blocks, dropped = drop_whole_blocks(blocks, names)
+        for b, n in dropped.items(): info.append(f"block {b!r} holds {n} of {len(names)} nodes, nearly the whole model: not a candidate")
+        return blocks
     blocks = {}
     for s in specs:
         name, pat = s.split('=', 1) if re.match(r'^[\w.\-/]+=', s) else (s, s)
@@ -224,12 +233,21 @@ def cmd_onnx(args):
     out = Path(args.output)
     if args.blocks and args.blocks != ['auto']: parse_blocks(args.blocks, model)  # bad patterns fail before the scoring
     sens, res = sensitivity(args, model)
-    blocks = parse_blocks(args.blocks, model, args.block_depth, names=list(res.scores))
+    info = []
+    blocks = parse_blocks(args.blocks, model, args.block_depth, names=list(res.scores), graph=sens.model, info=info)
+    block_lines = []
+    if info:
+        groups = res.block_of(blocks); counts = {}
+        for n in res.scores: counts[groups[n]] = counts.get(groups[n], 0) + 1
+        multi = {b: c for b, c in counts.items() if c > 1}
+        block_lines = [f"\nauto blocks ({info[0]}): {len(multi)} blocks of 2+ nodes, {len(counts) - len(multi)} single nodes"]
+        block_lines += [f"  {b}: {c} nodes" for b, c in list(multi.items())[:args.top or None]] + [f"  {x}" for x in info[1:]]
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter('always', NearTieWarning)
         excluded = suggest_exclusion(res.scores, args.coverage, threshold=args.threshold, blocks=blocks, block_agg=args.block_agg,
                                      max_nodes=args.max_nodes)
     print_scores(res, blocks, set(excluded), args.top)
+    for l in block_lines: print(l)
     s = summarize_exclusion(res.scores, excluded)
     rule = f"threshold {args.threshold:g}" if args.threshold is not None else f"coverage {args.coverage:g}"
     by = f", by block ({'auto' if args.blocks == ['auto'] else len(blocks)} blocks, {args.block_agg})" if blocks else ''
@@ -331,7 +349,7 @@ def get_parser() -> argparse.ArgumentParser:
     rule.add_argument('--coverage', type=float, default=0.9, help="keep in float the highest-scoring nodes while together they hold at most this fraction of the total score (default 0.9); a node that alone holds more is never taken: use --threshold for it")
     rule.add_argument('--threshold', type=float, metavar='T', help="keep in float the nodes (blocks) scoring above T")
     o.add_argument('--blocks', nargs='+', metavar='auto|PATTERN', help="decide by block: 'auto' (from the node-name hierarchy) or NAME=REGEX / REGEX patterns")
-    o.add_argument('--block-depth', type=int, default=1, metavar='N', help="module components naming a block with --blocks auto (default 1)")
+    o.add_argument('--block-depth', type=int, metavar='N', help="module components naming a block with --blocks auto (default: the level where indexed siblings such as layer.0 ... layer.11 repeat; blocks from the graph when names carry no hierarchy)")
     o.add_argument('--block-agg', choices=['sum', 'max', 'mean'], default='sum', help="block score from its nodes' (default sum)")
     o.add_argument('--max-nodes', type=int, metavar='N', help="keep at most N nodes (blocks) in float")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")

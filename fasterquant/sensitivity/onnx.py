@@ -27,7 +27,7 @@ __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'WEIGHT_OPS', 'onnx_inputs', 'Fee
            'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization', 'calibrate_onnx',
            'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx', 'quantized_nodes',
            'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'pick_metric',
-           'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes']
+           'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -551,3 +551,19 @@ def onnx_node_scopes(model) -> dict[str, str]:
             except ValueError: pass
         out[n.name] = path
     return out
+
+# %% ../../nbs/sensitivity/01_onnx.ipynb #169ff20c
+def graph_blocks(model, # path or `ModelProto`
+                 targets, # the target node names, to group
+                 max_share:float=0.5) -> dict: # a segment with more than this share of the targets is cut into shorter runs
+    "Blocks from the graph itself, for names without hierarchy: the runs of targets between residual joins (an `Add`/`Sum` of two computed tensors); a run holding more than `max_share` of the targets is cut into runs of about sqrt(n)."
+    m = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
+    computed = {o for n in m.graph.node if n.op_type != 'Constant' for o in n.output}
+    tset, segs = set(targets), [[]]
+    for n in m.graph.node:
+        if n.name in tset: segs[-1].append(n.name)
+        if n.op_type in ('Add', 'Sum') and sum(i in computed for i in n.input) >= 2 and segs[-1]: segs.append([])
+    segs = [s for s in segs if s]
+    total = sum(map(len, segs)); k = max(2, round(math.sqrt(total)))
+    runs = [r for s in segs for r in ([s[i:i + k] for i in range(0, len(s), k)] if len(s) > max_share * total else [s])]
+    return {(f"seg{j}:{r[0]}..{r[-1]}" if len(r) > 1 else r[0]): names_to_patterns(r) for j, r in enumerate(runs)}
