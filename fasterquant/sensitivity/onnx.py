@@ -536,6 +536,25 @@ def verified(self:OnnxSensitivity,
         best, d_best = [], d_all
     return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=True, log=log)
 
+# %% ../../nbs/sensitivity/01_onnx.ipynb #4e6d13b1
+@patch
+def exclusion_curve(self:OnnxSensitivity,
+                    scores, # target name -> score (e.g. `Sensitivity.scores`)
+                    coverages=(0, .5, .8, .9, .95, .99, 1.), # coverages to pick at
+                    metric=None) -> list[dict]: # None: the scorer's metric
+    "For growing coverages: the per-node pick and its measured distance, and the exclusion kept (the best measured so far), so that allowing more in float never gives a worse model."
+    from fasterquant.sensitivity.picker import suggest_exclusion
+    rows, best, d_best, seen = [], [], None, {}
+    for c in sorted(coverages):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore'); ex = suggest_exclusion(scores, c) if c > 0 else []
+        key = tuple(ex)
+        if key not in seen: seen[key] = self.distance(ex, metric)
+        d = seen[key]
+        if d_best is None or d < d_best: best, d_best = ex, d
+        rows.append(dict(coverage=c, picked=len(ex), picked_distance=d, n_float=len(best), distance=d_best, excluded=list(best)))
+    return rows
+
 # %% ../../nbs/sensitivity/01_onnx.ipynb #acd44421
 def onnx_node_scopes(model) -> dict[str, str]:
     "Node name -> module path: from the dynamo exporter's `name_scopes` metadata when present, else the node name itself."
