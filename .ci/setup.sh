@@ -6,8 +6,11 @@ SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 # real data for tests, benchmarks and the demo (Fashion-MNIST IDX files under /usr/share/datasets/fashion-mnist)
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq dataset-fashion-mnist >/dev/null
+$SUDO apt-get install -y -qq dataset-fashion-mnist fonts-dejavu-core >/dev/null
 # torch first, pinned (SPEC §8): torchvision must match it for timm and fastai.vision
 python -m pip install -q torch==2.14.1 torchvision==0.29.1
 python -m pip install -q -e ".[dev]"
+# a real pretrained ONNX model (PP-OCRv6 text recognition) for the slow tests and benchmarks/real_onnx.py: the wheel is only cached,
+# fasterquant.data reads the .onnx files out of it (nothing downloads at test time)
+python -m pip download -q --no-deps rapidocr==3.10.0 -d "${FASTERQUANT_CACHE:-$HOME/.cache/fasterquant}/wheels"
 echo "setup done: $(python -c 'import torch, fasterquant; print("torch", torch.__version__, "fasterquant", fasterquant.__version__)')"

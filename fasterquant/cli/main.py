@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'check_args', 'parse_blocks', 'sensitivity', 'format_scores',
-           'print_scores', 'agreement', 'cmd_score', 'cmd_onnx', 'cmd_demo', 'get_parser', 'main']
+__all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'check_args', 'parse_blocks', 'metric_label', 'sensitivity',
+           'format_scores', 'print_scores', 'agreement', 'cmd_score', 'cmd_onnx', 'cmd_demo', 'get_parser', 'main']
 
 # %% ../../nbs/cli/00_cli.ipynb #98270ce8
 class CLIError(Exception):
@@ -69,14 +69,16 @@ def check_args(args):
     from fasterquant.core.utils import check_output
     _positive(args.batch_size, '--batch-size'); _positive(args.n_batches, '--n-batches')
     for flag in ('top', 'max_nodes'): _positive(getattr(args, flag, None), '--' + flag.replace('_', '-'), zero_ok=True)
-    if getattr(args, 'block_depth', 1) < 1: raise CLIError(f"--block-depth must be at least 1, got {args.block_depth}")
+    if (getattr(args, 'block_depth', None) or 1) < 1: raise CLIError(f"--block-depth must be at least 1, got {args.block_depth}")
     cov, thr = getattr(args, 'coverage', None), getattr(args, 'threshold', None)
     if thr is None and cov is not None and not 0 <= cov <= 1: raise CLIError(f"--coverage must be in [0, 1], got {cov}")
     if thr is not None and not math.isfinite(thr): raise CLIError(f"--threshold must be a finite number, got {thr}")
+    vt = getattr(args, 'verify_time', None)
+    if vt is not None and not (math.isfinite(vt) and vt > 0): raise CLIError(f"--verify-time must be a positive number of seconds, got {vt}")
     if args.op_types:
-        from fasterquant.sensitivity.onnx import default_op_types
-        bad = sorted(set(args.op_types) - set(default_op_types()))
-        if bad: raise CLIError(f"--op-types: ONNX Runtime does not quantize {bad}; use some of {default_op_types()}")
+        from fasterquant.sensitivity.onnx import ort_op_types
+        bad = sorted(set(args.op_types) - set(ort_op_types()))
+        if bad: raise CLIError(f"--op-types: ONNX Runtime does not quantize {bad}; use some of {ort_op_types()}")
     if args.output is not None:
         try: check_output(args.output, inputs=[args.model, args.calib], what='-o')
         except ValueError as e: raise CLIError(str(e)) from None
@@ -99,15 +101,24 @@ def _progress(args) -> bool: return not args.quiet and sys.stdout.isatty()
 
 MODES = {'int8': ('int8', 'int8'), 'u8s8': ('int8', 'uint8'), 'w4a8': ('int4', 'int8')}
 
-def parse_blocks(specs, model, depth:int=1, names=None):
-    "`--blocks` values as the `blocks` mapping of `suggest_exclusion`: None, automatic (`['auto']`, over the nodes `names`) or `NAME=REGEX` / `REGEX` items."
+def parse_blocks(specs, model, depth:int=None, names=None, graph=None, info:list=None):
+    "`--blocks` values as the `blocks` mapping of `suggest_exclusion`: None, automatic (`['auto']`, over the nodes `names`) or `NAME=REGEX` / `REGEX` items; `info` gets how automatic blocks were made."
     if not specs: return None
-    from fasterquant.sensitivity.picker import blocks_from_names
-    from fasterquant.sensitivity.onnx import onnx_node_scopes
+    from fasterquant.sensitivity.picker import blocks_from_names, drop_whole_blocks, repeat_depth, module_path
+    from fasterquant.sensitivity.onnx import onnx_node_scopes, graph_blocks
+    info = info if info is not None else []
     if list(specs) == ['auto']:
-        if depth < 1: raise CLIError(f"--block-depth must be at least 1, got {depth}")
+        if depth is not None and depth < 1: raise CLIError(f"--block-depth must be at least 1, got {depth}")
         scopes = onnx_node_scopes(model)
-        return blocks_from_names({n: scopes.get(n, n) for n in (scopes if names is None else names)}, depth=depth)
+        names = list(scopes) if names is None else list(names)
+        paths = {n: scopes.get(n, n) for n in names}
+        d = depth or repeat_depth([module_path(p) for p in paths.values()])
+        blocks = blocks_from_names(paths, depth=d) if d else {}
+        if blocks: info.append(f"name hierarchy, depth {d}" + ('' if depth else ' (where indexed siblings repeat)'))
+        else: blocks = graph_blocks(graph if graph is not None else model, names); info.append("graph: runs of nodes between residual joins (names carry no hierarchy)")
+        blocks, dropped = drop_whole_blocks(blocks, names)
+        for b, n in dropped.items(): info.append(f"block {b!r} holds {n} of {len(names)} nodes, nearly the whole model: not a candidate")
+        return blocks
     blocks = {}
     for s in specs:
         name, pat = s.split('=', 1) if re.match(r'^[\w.\-/]+=', s) else (s, s)
@@ -115,6 +126,12 @@ def parse_blocks(specs, model, depth:int=1, names=None):
         except re.error as e: raise CLIError(f"--blocks {s!r}: not a regular expression ({e})") from None
         blocks.setdefault(name, []).append(pat)
     return blocks
+
+def metric_label(sens) -> str:
+    "The scorer's metric and, when `--metric auto` picked it, why."
+    from fasterquant.core.metrics import metric_name
+    m = metric_name(sens.metric)
+    return m if sens.metric_reason == 'given' else f"{m} (auto: {sens.metric_reason})"
 
 def sensitivity(args, model):
     "Calibrate once and score every node of `args.model` (an `OnnxSensitivity` and its `Sensitivity`)."
@@ -124,8 +141,10 @@ def sensitivity(args, model):
     with _quiet_ort():
         sens = OnnxSensitivity(args.model, calib, weight_type=w, activation_type=a, per_channel=not args.per_tensor,
                                calibrate_method=args.calibrate_method, batch_size=args.batch_size, n_batches=args.n_batches,
-                               op_types_to_quantize=args.op_types)
-        res = sens.score(metric=args.metric, progress=_progress(args))
+                               op_types_to_quantize=args.op_types, metric=args.metric)
+        for s in sens.steps: print(f"prepared: {s}", file=sys.stderr)
+        print(f"metric: {metric_label(sens)}", file=sys.stderr)
+        res = sens.score(progress=_progress(args))
     if not res.scores: raise CLIError(f"no node of {args.model} could be scored ({len(res.failed)} failed, {len(res.skipped)} skipped): nothing to quantize")
     return sens, res
 
@@ -177,14 +196,14 @@ def print_scores(res, blocks=None, excluded=None, top:int=30, file=None):
 
 # %% ../../nbs/cli/00_cli.ipynb #24076f55
 def agreement(sens, model) -> dict:
-    "KL divergence from the float outputs and top-1 agreement (classifier outputs only) of `model` on `sens`'s calibration feeds."
+    "Distance from the float outputs (the scorer's metric) and top-1 agreement (classifier outputs only) of `model` on `sens`'s calibration feeds."
     from fasterquant.onnx.runtime import run_feeds
     from fasterquant.core.metrics import output_distance
     outs = run_feeds(model, sens.feeds)
-    res = dict(kl=output_distance(sens.reference, outs, 'kl'), top1=None)
+    res = dict(distance=output_distance(sens.reference, outs, sens.metric), top1=None)
     ref = [np.concatenate([np.asarray(b[j]) for b in sens.reference]) for j in range(len(sens.reference[0]))]
     new = [np.concatenate([np.asarray(b[j]) for b in outs]) for j in range(len(outs[0]))]
-    agree = [float((r.argmax(-1) == o.argmax(-1)).mean()) for r, o in zip(ref, new) if r.ndim == 2 and r.shape[1] > 1 and np.issubdtype(r.dtype, np.floating)]
+    agree = [float((r.argmax(-1) == o.argmax(-1)).mean()) for r, o in zip(ref, new) if r.ndim >= 2 and r.shape[-1] > 1 and np.issubdtype(r.dtype, np.floating)]
     if agree: res['top1'] = float(np.mean(agree))
     return res
 
@@ -214,12 +233,21 @@ def cmd_onnx(args):
     out = Path(args.output)
     if args.blocks and args.blocks != ['auto']: parse_blocks(args.blocks, model)  # bad patterns fail before the scoring
     sens, res = sensitivity(args, model)
-    blocks = parse_blocks(args.blocks, model, args.block_depth, names=list(res.scores))
+    info = []
+    blocks = parse_blocks(args.blocks, model, args.block_depth, names=list(res.scores), graph=sens.model, info=info)
+    block_lines = []
+    if info:
+        groups = res.block_of(blocks); counts = {}
+        for n in res.scores: counts[groups[n]] = counts.get(groups[n], 0) + 1
+        multi = {b: c for b, c in counts.items() if c > 1}
+        block_lines = [f"\nauto blocks ({info[0]}): {len(multi)} blocks of 2+ nodes, {len(counts) - len(multi)} single nodes"]
+        block_lines += [f"  {b}: {c} nodes" for b, c in list(multi.items())[:args.top or None]] + [f"  {x}" for x in info[1:]]
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter('always', NearTieWarning)
         excluded = suggest_exclusion(res.scores, args.coverage, threshold=args.threshold, blocks=blocks, block_agg=args.block_agg,
                                      max_nodes=args.max_nodes)
     print_scores(res, blocks, set(excluded), args.top)
+    for l in block_lines: print(l)
     s = summarize_exclusion(res.scores, excluded)
     rule = f"threshold {args.threshold:g}" if args.threshold is not None else f"coverage {args.coverage:g}"
     by = f", by block ({'auto' if args.blocks == ['auto'] else len(blocks)} blocks, {args.block_agg})" if blocks else ''
@@ -228,8 +256,13 @@ def cmd_onnx(args):
     for w in ws: print(f"warning: {w.message}")
     if excluded: print("  " + "\n  ".join(excluded[:args.top or None]) + (f"\n  ... {len(excluded) - args.top} more" if args.top and len(excluded) > args.top else ''))
     with _quiet_ort():
+        if args.verify:  # measured, never a worse model than the all-quantized one without saying so
+            v = sens.verified(excluded, list(res.scores), time_budget=args.verify_time)
+            print(f"\nverified ({metric_label(sens)}): " + "; ".join(v['log']))
+            if v['excluded'] != excluded: print(f"  the search changed the pick: {len(v['excluded'])} nodes in float")
+            excluded = v['excluded']
         sens.quantize(out, nodes_to_exclude=excluded)
-        rows = [('float', Path(args.model).stat().st_size, dict(kl=0.0, top1=1.0))]
+        rows = [('float', Path(args.model).stat().st_size, dict(distance=0.0, top1=1.0))]
         if args.compare:
             import tempfile
             with tempfile.TemporaryDirectory(prefix='fq.cli.') as d:
@@ -239,10 +272,12 @@ def cmd_onnx(args):
     n = sum(len(next(iter(f.values()))) for f in sens.feeds)
     print(f"\n{args.mode} quantization (ONNX Runtime QDQ), compared with the float model on the {n} calibration samples:")
     w0 = max(len(r[0]) for r in rows)
-    print(f"{'model'.ljust(w0)}  {'size':>10}  {'KL vs float':>11}  {'top-1 agreement':>15}")
+    from fasterquant.core.metrics import metric_name
+    dname = f"{metric_name(sens.metric)} vs float"
+    print(f"{'model'.ljust(w0)}  {'size':>10}  {dname:>14}  {'top-1 agreement':>15}")
     for name, size, a in rows:
         top1 = '-' if a['top1'] is None else f"{100*a['top1']:.2f}%"
-        print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['kl']:>11.4g}  {top1:>15}")
+        print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['distance']:>14.4g}  {top1:>15}")
     print(f"wrote {out}")
     return 0
 
@@ -264,10 +299,10 @@ def _add_onnx_args(p):
     p.add_argument('model', help="the float ONNX model")
     p.add_argument('--calib', required=True, metavar='DATA.npz', help="calibration inputs: an .npz file with one array per model input, named after it, first dim = samples")
     p.add_argument('--mode', choices=list(MODES), default='int8', help="integer formats: int8 (W8A8, default), u8s8 (uint8 activations), w4a8 (int4 weights)")
-    p.add_argument('--metric', choices=['kl', 'mse', 'cos'], default='kl', help="how far the outputs move from the float model's (default kl)")
+    p.add_argument('--metric', choices=['auto', 'kl', 'kl_prob', 'mse', 'cos'], default='auto', help="how far the outputs move from the float model's: auto (default) picks from the output: probabilities -> kl_prob (no second softmax), class logits -> kl, anything else -> mse")
     p.add_argument('--calibrate-method', choices=['minmax', 'entropy', 'percentile'], default='minmax', help="activation range calibration (default minmax)")
     p.add_argument('--per-tensor', action='store_true', help="one weight scale per tensor (default: per output channel)")
-    p.add_argument('--op-types', nargs='+', metavar='OP', help="op types to quantize (default: all ONNX Runtime quantizes)")
+    p.add_argument('--op-types', nargs='+', metavar='OP', help="op types to quantize (default: the weight ops Conv Gemm MatMul; elementwise ops stay float unless named here)")
     p.add_argument('--batch-size', type=int, default=32, metavar='N', help="calibration samples per run (default 32)")
     p.add_argument('--n-batches', type=int, metavar='N', help="use at most this many calibration batches")
     p.add_argument('-q', '--quiet', action='store_true', help="no progress bar")
@@ -314,11 +349,13 @@ def get_parser() -> argparse.ArgumentParser:
     rule.add_argument('--coverage', type=float, default=0.9, help="keep in float the highest-scoring nodes while together they hold at most this fraction of the total score (default 0.9); a node that alone holds more is never taken: use --threshold for it")
     rule.add_argument('--threshold', type=float, metavar='T', help="keep in float the nodes (blocks) scoring above T")
     o.add_argument('--blocks', nargs='+', metavar='auto|PATTERN', help="decide by block: 'auto' (from the node-name hierarchy) or NAME=REGEX / REGEX patterns")
-    o.add_argument('--block-depth', type=int, default=1, metavar='N', help="module components naming a block with --blocks auto (default 1)")
+    o.add_argument('--block-depth', type=int, metavar='N', help="module components naming a block with --blocks auto (default: the level where indexed siblings such as layer.0 ... layer.11 repeat; blocks from the graph when names carry no hierarchy)")
     o.add_argument('--block-agg', choices=['sum', 'max', 'mean'], default='sum', help="block score from its nodes' (default sum)")
     o.add_argument('--max-nodes', type=int, metavar='N', help="keep at most N nodes (blocks) in float")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
+    o.add_argument('--no-verify', dest='verify', action='store_false', help="write the pick as is, without measuring it against the all-quantized model")
+    o.add_argument('--verify-time', type=float, default=120., metavar='S', help="seconds the search around the cut may take when the pick is not closer to float than quantizing everything (default 120)")
     o.set_defaults(func=cmd_onnx)
 
     s = sub.add_parser('score', formatter_class=fmt, help="per-node sensitivity scores as CSV or JSON",

@@ -12,10 +12,11 @@ from torch import nn
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'EMBEDDED', 'ExportableTensorDataset', 'Data',
-           'fmnist_available', 'fashion_mnist', 'digits', 'load_data', 'BasicBlock', 'SmallResNet', 'small_vit',
-           'timm_resnet18', 'embedded_dir', 'recipe_file', 'cache_dir', 'build_model', 'accuracy_of', 'train_model',
-           'trained_model']
+__all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'EMBEDDED', 'RAPIDOCR', 'FONT_DIR', 'OCR_FONTS',
+           'ExportableTensorDataset', 'Data', 'fmnist_available', 'fashion_mnist', 'digits', 'load_data', 'BasicBlock',
+           'SmallResNet', 'small_vit', 'timm_resnet18', 'embedded_dir', 'recipe_file', 'cache_dir', 'build_model',
+           'accuracy_of', 'train_model', 'trained_model', 'rapidocr_wheel', 'rapidocr_model', 'ocr_charset',
+           'random_words', 'render_words', 'ctc_greedy', 'word_accuracy']
 
 # %% ../../nbs/data/00_datasets.ipynb #d090a859
 FMNIST_DIR = Path(os.environ.get('FASTERQUANT_FMNIST', '/usr/share/datasets/fashion-mnist'))
@@ -200,3 +201,73 @@ def trained_model(name:str='resnet_fmnist', # a recipe of `RECIPES`
     from fasterquant.core.utils import atomic_path
     with atomic_path(cache_dir()/fname) as tmp: torch.save(model.state_dict(), tmp)
     return model.eval()
+
+# %% ../../nbs/data/00_datasets.ipynb #134d2557
+RAPIDOCR = 'rapidocr==3.10.0'
+FONT_DIR = Path(os.environ.get('FASTERQUANT_FONTS', '/usr/share/fonts/truetype/dejavu'))
+
+def rapidocr_wheel() -> Path:
+    "The cached `rapidocr` wheel (fetched by `.ci/setup.sh`), or a `FileNotFoundError` saying how to fetch it."
+    d = cache_dir()/'wheels'
+    name, ver = RAPIDOCR.split('==')
+    found = sorted(d.glob(f"{name}-{ver}-*.whl")) if d.exists() else []
+    if not found: raise FileNotFoundError(f"no {RAPIDOCR} wheel in {d}: run `python -m pip download -q --no-deps {RAPIDOCR} -d {d}` (as .ci/setup.sh does)")
+    return found[0]
+
+def rapidocr_model(name:str='PP-OCRv6_rec_small') -> Path: # a model file of the wheel, without `.onnx`
+    "Path of one of the wheel's ONNX models, extracted once into the cache."
+    import zipfile
+    out = cache_dir()/'rapidocr'/f"{name}.onnx"
+    if out.exists(): return out
+    with zipfile.ZipFile(rapidocr_wheel()) as z:
+        member = f"rapidocr/models/{name}.onnx"
+        if member not in z.namelist(): raise ValueError(f"{name!r} is not in the wheel: use one of {[Path(n).stem for n in z.namelist() if n.endswith('.onnx')]}")
+        data = z.read(member)
+    from fasterquant.core.utils import atomic_path
+    with atomic_path(out) as tmp: Path(tmp).write_bytes(data)
+    return out
+
+def ocr_charset(model) -> list[str]: # path or `ModelProto` of a PP-OCR recognizer
+    "Class index -> character: the blank at 0, the metadata key `character` one per line, then a space."
+    import onnx
+    m = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
+    meta = {p.key: p.value for p in m.metadata_props}
+    if 'character' not in meta: raise ValueError("the model has no 'character' metadata: not a PP-OCR recognizer")
+    return [''] + meta['character'].splitlines() + [' ']
+
+def random_words(n:int, seed:int=0, min_len:int=3, max_len:int=9) -> list[str]:
+    "`n` random words of letters and digits."
+    import random, string
+    rng, alpha = random.Random(seed), string.ascii_letters + string.digits
+    return [''.join(rng.choice(alpha) for _ in range(rng.randint(min_len, max_len))) for _ in range(n)]
+
+OCR_FONTS = ('DejaVuSans.ttf', 'DejaVuSerif.ttf', 'DejaVuSans-Bold.ttf')
+
+def render_words(words, height:int=48, width:int=320, size:int=32, fonts=OCR_FONTS) -> np.ndarray:
+    "Words drawn black on white (fonts in turn), resized to `height`, padded to `width`, normalised to [-1, 1]: `[N, 3, height, width]` float32."
+    from PIL import Image, ImageDraw, ImageFont
+    missing = [f for f in fonts if not (FONT_DIR/f).exists()]
+    if missing: raise FileNotFoundError(f"fonts {missing} not in {FONT_DIR}: apt-get install fonts-dejavu-core")
+    faces = [ImageFont.truetype(str(FONT_DIR/f), size) for f in fonts]
+    out = np.zeros((len(words), 3, height, width), np.float32)
+    for k, w in enumerate(words):
+        f = faces[k % len(faces)]
+        l, t, r, b = f.getbbox(w)
+        img = Image.new('L', (r - l + 16, height), 255)
+        ImageDraw.Draw(img).text((8 - l, (height - (b - t)) // 2 - t), w, font=f, fill=0)
+        wd = min(width, int(round(img.width * height / img.height)))
+        a = np.asarray(img.convert('RGB').resize((wd, height), Image.BILINEAR), np.float32).transpose(2, 0, 1) / 255.
+        out[k, :, :, :wd] = (a - 0.5) / 0.5
+    return out
+
+def ctc_greedy(probs:np.ndarray, charset:list) -> list[str]:
+    "Greedy CTC decoding of `[N, T, classes]` scores: argmax per step, repeats merged, blanks (index 0) dropped."
+    res = []
+    for seq in np.asarray(probs).argmax(-1):
+        keep = [k for j, k in enumerate(seq) if k != 0 and (j == 0 or k != seq[j - 1])]
+        res.append(''.join(charset[k] for k in keep))
+    return res
+
+def word_accuracy(pred, words) -> float:
+    "Share of exactly recognised words."
+    return float(np.mean([p == w for p, w in zip(pred, words)]))

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #351d4ee7
 from __future__ import annotations
-import copy, math, time, json, logging, tempfile, warnings
+import copy, math, time, json, logging, tempfile, warnings, os, contextlib
 from pathlib import Path
 from collections.abc import Mapping, Iterable
 import numpy as np
@@ -14,18 +14,20 @@ from onnxruntime.quantization.calibrate import create_calibrator, TensorsData, s
 from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
 from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
 from onnxruntime.quantization.quant_utils import load_model_with_shape_infer, update_opset_version
-from fastcore.basics import store_attr
+from fastcore.basics import store_attr, patch
 from fastprogress.fastprogress import progress_bar
-from ..core.utils import atomic_path
+from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
-from ..core.metrics import get_metric, metric_name, available_metrics, output_distance
-from ..onnx.runtime import run_feeds
+from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric
+from ..onnx.runtime import run_feeds, ort_session
 from .picker import Sensitivity, names_to_patterns
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'onnx_inputs', 'FeedReader', 'get_quant_type', 'get_calibrate_method',
-           'default_op_types', 'load_for_quantization', 'calibrate_onnx', 'quantize_onnx', 'OnnxSensitivity',
-           'score_onnx', 'onnx_node_scopes']
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'WEIGHT_OPS', 'onnx_inputs', 'FeedReader', 'get_quant_type',
+           'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization', 'calibrate_onnx',
+           'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx', 'quantized_nodes',
+           'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'pick_metric',
+           'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -118,9 +120,15 @@ def get_calibrate_method(m) -> CalibrationMethod:
     "ONNX Runtime `CalibrationMethod` from itself or a name."
     return CALIBRATE_METHODS.get(m)
 
-def default_op_types() -> list[str]:
-    "The op types `quantize_static` quantizes by default."
+def ort_op_types() -> list[str]:
+    "Every op type ONNX Runtime's quantizer can quantize (what `quantize_static` quantizes by default)."
     return sorted(set(QLinearOpsRegistry) | set(QDQRegistry))
+
+WEIGHT_OPS = ('Conv', 'Gemm', 'MatMul')
+
+def default_op_types() -> list[str]:
+    "Our default: the weight ops, the ones that run faster and are stored smaller as integers; elementwise ops stay float unless asked for."
+    return list(WEIGHT_OPS)
 
 def _save(model:onnx.ModelProto, path):
     "Save a copy of `model` (weights as external data only past protobuf's 2GB limit)."
@@ -129,8 +137,8 @@ def _save(model:onnx.ModelProto, path):
 
 def load_for_quantization(model) -> onnx.ModelProto:
     "`model` (path or `ModelProto`) with shapes inferred, as ONNX Runtime's quantizer loads it, weights in memory."
-    if not isinstance(model, onnx.ModelProto): return load_model_with_shape_infer(Path(model))
-    with tempfile.TemporaryDirectory(prefix='fq.load.') as d:  # ORT's own proto path leaves weights as external data
+    if not isinstance(model, onnx.ModelProto): model = onnx.load(str(model))
+    with tempfile.TemporaryDirectory(prefix='fq.load.') as d:  # ORT writes `<stem>-inferred.onnx` beside the file: only beside our copy  # ORT's own proto path leaves weights as external data
         path = Path(d)/'model.onnx'
         _save(model, path)
         return load_model_with_shape_infer(path)
@@ -146,8 +154,7 @@ def calibrate_onnx(model, # path or `ModelProto` (shapes inferred, see `load_for
     calib_opts = {k: extra_options[n] for n, k in _CALIB_EXTRA if n in extra_options}
     with tempfile.TemporaryDirectory(prefix='fq.calib.') as d:
         path = Path(d)/'model.onnx'
-        if isinstance(model, onnx.ModelProto): _save(model, path)  # never in place: saving as external data rewrites the proto
-        else: path = Path(model)
+        _save(model if isinstance(model, onnx.ModelProto) else onnx.load(str(model)), path)  # a copy: ORT writes beside its input
         cal = create_calibrator(path, op_types or default_op_types(), augmented_model_path=str(Path(d)/'augmented.onnx'),
                                 calibrate_method=get_calibrate_method(calibrate_method), providers=providers,
                                 extra_options=calib_opts)
@@ -156,14 +163,163 @@ def calibrate_onnx(model, # path or `ModelProto` (shapes inferred, see `load_for
         del cal
     return ranges
 
+# %% ../../nbs/sensitivity/01_onnx.ipynb #c66e31a5
+def onnx_opset(model:onnx.ModelProto) -> int:
+    "The default-domain opset the model is written against."
+    return next((o.version for o in model.opset_import if o.domain in ('', 'ai.onnx')), 0)
+
+def needed_opset(weight_type='int8', activation_type='int8') -> int:
+    "The lowest opset at which QDQ per-channel quantization to these types is valid (13; 21 for 4- and 16-bit types)."
+    small = {QuantType.QInt4, QuantType.QUInt4, QuantType.QInt16, QuantType.QUInt16}
+    return 21 if {get_quant_type(weight_type), get_quant_type(activation_type)} & small else 13
+
+def constants_to_initializers(model:onnx.ModelProto) -> int:
+    "Move the tensors of the main graph's `Constant` nodes into initializers (in place), so the quantizer sees them as weights; returns how many."
+    g, keep, n = model.graph, [], 0
+    outs = {o.name for o in g.output}
+    for node in g.node:
+        a = node.attribute
+        if node.op_type == 'Constant' and node.domain in ('', 'ai.onnx') and len(a) == 1 and a[0].name == 'value' and node.output[0] not in outs:
+            t = copy.deepcopy(a[0].t); t.name = node.output[0]
+            g.initializer.append(t); n += 1
+        else: keep.append(node)
+    if n: del g.node[:]; g.node.extend(keep)
+    return n
+
+@contextlib.contextmanager
+def _in_dir(d):
+    "Run in folder `d` (ORT's symbolic shape inference writes scratch files into the working directory)."
+    old = os.getcwd(); os.chdir(d)
+    try: yield
+    finally: os.chdir(old)
+
+@contextlib.contextmanager
+def _quiet():
+    root = logging.getLogger(); level = root.level; root.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(): warnings.simplefilter('ignore'); yield
+    finally: root.setLevel(level)
+
+_PRE = ((dict(), 'symbolic shape inference and ORT optimizations'),
+        (dict(skip_symbolic_shape=True), 'ONNX shape inference and ORT optimizations'),
+        (dict(skip_symbolic_shape=True, skip_optimization=True), 'ONNX shape inference only'))
+
+def _pre_process(model:onnx.ModelProto, d:Path, steps:list) -> onnx.ModelProto:
+    "ORT's `quant_pre_process` on a copy in folder `d`, falling back to fewer steps when one fails."
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    src, errs = d/'model.onnx', []
+    _save(model, src)
+    for i, (kw, what) in enumerate(_PRE):
+        dst = d/f'prepared{i}.onnx'
+        try:
+            with _in_dir(d), _quiet(): quant_pre_process(str(src), str(dst), **kw)
+            steps.append(f"pre-processed ({what})")
+            return onnx.load(str(dst))
+        except Exception as e: errs.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:200])
+    raise ValueError(f"ONNX Runtime's pre-processing fails on this model ({errs[-1]}); check it with onnx.checker and onnxruntime first")
+
+def _load_model(model, what='model') -> onnx.ModelProto:
+    "A `ModelProto` (copied) from a path or a proto, or a one-line `ValueError` saying why not."
+    if isinstance(model, onnx.ModelProto): return copy.deepcopy(model)
+    if not isinstance(model, (str, Path)): raise TypeError(f"{what} must be an ONNX file path or an onnx.ModelProto, got {type(model).__name__}")
+    p = Path(model)
+    if not p.is_file(): raise ValueError(f"{what} {p}: no such file")
+    try: m = onnx.load(str(p))
+    except Exception as e: raise ValueError(f"{p} is not a readable ONNX model ({type(e).__name__}); pass an .onnx file") from None
+    return m
+
+def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
+                 opset:int=13, # upgrade to at least this opset (13: per-channel QDQ; 21: 4- and 16-bit types)
+                 steps:list=None) -> onnx.ModelProto: # if given, what was done is appended to it
+    "`model` made ready for ORT's quantizer: `Constant` weights as initializers, opset upgraded, shapes inferred and ORT's pre-processing applied, all on a copy in a temporary folder."
+    m, steps = _load_model(model), steps if steps is not None else []
+    if not len(m.graph.node): raise ValueError("the model has no nodes: nothing to quantize")
+    if not any(i.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) for i in m.graph.input):
+        raise ValueError("the model has no float input: only float models can be quantized")
+    if n := constants_to_initializers(m): steps.append(f"{n} Constant nodes turned into initializers")
+    v = onnx_opset(m)
+    if v < opset:
+        try: m = onnx.version_converter.convert_version(m, opset)
+        except Exception as e: raise ValueError(f"cannot upgrade the model from opset {v} to {opset} ({type(e).__name__}: {str(e)[:120]}); re-export it at opset >= {opset}") from None
+        steps.append(f"opset {v} upgraded to {opset}")
+    with tempfile.TemporaryDirectory(prefix='fq.prepare.') as d: m = _pre_process(m, Path(d), steps)
+    try: ort_session(m.SerializeToString())
+    except Exception as e: raise ValueError(f"ONNX Runtime cannot load the prepared model ({type(e).__name__}: {str(e).strip()[:120]})") from None
+    return m
+
 # %% ../../nbs/sensitivity/01_onnx.ipynb #0115a54c
 def _check_names(model:onnx.ModelProto, names, what='nodes_to_exclude'):
     known = {n.name for n in model.graph.node}
     missing = [n for n in names if n not in known]
     if missing: warnings.warn(f"{what}: {len(missing)} name(s) are not nodes of the model and are ignored: {missing[:5]}", stacklevel=3)
 
-def quantize_onnx(model, # path or `ModelProto` of the float model
-                  out, # path of the quantized model (written atomically)
+def quantized_nodes(model:onnx.ModelProto, # the float model
+                    op_types=None, # op types that are quantized (default: `default_op_types()`)
+                    nodes_to_quantize=None, # if given, only these nodes
+                    nodes_to_exclude=None) -> set[str]: # nodes kept in float
+    "Names of the nodes ORT's QDQ quantizer quantizes under these settings."
+    ops, only, ex = set(op_types or default_op_types()), set(nodes_to_quantize or []), set(nodes_to_exclude or [])
+    return {n.name for n in model.graph.node if n.op_type in ops and n.name not in ex and (not only or n.name in only)}
+
+_QDQ = ('QuantizeLinear', 'DequantizeLinear')
+
+def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quantizer (changed in place)
+                      quantized) -> int: # names of the nodes that are quantized
+    "Make every node outside `quantized` read the float tensors rather than their quantize-dequantize copies, keep graph outputs float, and drop the Q/DQ pairs nobody reads; returns how many inputs changed."
+    g, quantized = model.graph, set(quantized)
+    inits = {i.name for i in g.initializer}
+    prod = {o: n for n in g.node for o in n.output}
+    outs = {o.name for o in g.output}
+    # a quantized graph output: ORT renames its producer's output `T_QuantizeInput` and lets DequantizeLinear write `T`; give `T` back to the producer
+    for n in list(g.node):
+        if n.op_type == 'DequantizeLinear' and n.output[0] in outs:
+            q = prod.get(n.input[0])
+            if q is None or q.op_type != 'QuantizeLinear' or q.input[0] in inits: continue
+            t, renamed, new = n.output[0], q.input[0], n.output[0] + '_fq_dq'
+            for m in g.node:
+                m.output[:] = [t if o == renamed else (new if m is n and o == t else o) for o in m.output]
+                if m is not n: m.input[:] = [t if i == renamed else (new if i == t and m.name in quantized else i) for i in m.input]
+    prod = {o: n for n in g.node for o in n.output}
+    src = {}  # output of an activation's DequantizeLinear -> the float tensor it copies
+    for n in g.node:
+        q = prod.get(n.input[0]) if n.op_type == 'DequantizeLinear' else None
+        if q is not None and q.op_type == 'QuantizeLinear' and q.input[0] not in inits: src[n.output[0]] = q.input[0]
+    changed = 0
+    for n in g.node:
+        if n.op_type in _QDQ or n.name in quantized: continue
+        for i, x in enumerate(n.input):
+            if x in src: n.input[i] = src[x]; changed += 1
+    while True:  # drop Q/DQ nodes whose outputs nobody reads
+        used = {x for n in g.node for x in n.input} | outs
+        dead = [n for n in g.node if n.op_type in _QDQ and not any(o in used for o in n.output)]
+        if not dead: break
+        for n in dead: g.node.remove(n)
+    used = {x for n in g.node for x in n.input} | outs
+    keep = [i for i in g.initializer if i.name in used]
+    if len(keep) < len(g.initializer): del g.initializer[:]; g.initializer.extend(keep)
+    return changed
+
+def verify_onnx(model:onnx.ModelProto) -> onnx.ModelProto:
+    "`model` if it passes `onnx.checker` and loads in ONNX Runtime, else a one-line `ValueError` (checked before anything is written)."
+    try: onnx.checker.check_model(model if model.ByteSize() < 2**31 - 2**24 else model.SerializeToString())
+    except Exception as e: raise ValueError(f"the quantized model fails onnx.checker ({str(e).strip().splitlines()[0][:160]}); nothing written") from None
+    try: ort_session(model.SerializeToString())
+    except Exception as e: raise ValueError(f"ONNX Runtime cannot load the quantized model ({type(e).__name__}: {str(e).strip().splitlines()[0][:160]}); nothing written") from None
+    return model
+
+def _check_out(out, model, calib=None):
+    "The output path, refused when it is the input model or calibration file, or cannot be written (before any work)."
+    ins = [p for p in (model, calib) if isinstance(p, (str, Path))]
+    return check_output(out, inputs=ins, what='out')
+
+def write_onnx(model:onnx.ModelProto, out) -> Path:
+    "Verify `model` (`verify_onnx`), then write it to `out` atomically."
+    verify_onnx(model)
+    with atomic_path(out) as tmp: _save(model, tmp)
+    return Path(out)
+
+def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
+                  out, # path of the quantized model (written atomically, never the input)
                   calib=None, # calibration inputs (see `onnx_inputs`); not needed when `ranges` is given
                   *,
                   nodes_to_exclude=None, # node names kept in float (e.g. from `suggest_exclusion`)
@@ -172,59 +328,92 @@ def quantize_onnx(model, # path or `ModelProto` of the float model
                   weight_type='int8', # weight integer type
                   activation_type='int8', # activation integer type
                   calibrate_method='minmax', # used when calibrating here
-                  op_types_to_quantize:list=None, # default: all ops ORT quantizes
+                  op_types_to_quantize:list=None, # default: `default_op_types()`, the weight ops
                   batch_size:int=32, # when splitting stacked calibration arrays
                   extra_options:dict=None, # passed to `quantize_static`
+                  prepare:bool=True, # run `prepare_onnx` first (False: `model` is already prepared)
+                  float_inputs:bool=True, # nodes left in float read float tensors (`float_reads_float`)
                   **kwargs): # other `quantize_static` arguments (reduce_range, nodes_to_quantize, ...)
-    "Quantize `model` to QDQ with ONNX Runtime's `quantize_static`, keeping `nodes_to_exclude` in float; returns `out`."
+    "Quantize `model` to QDQ with ONNX Runtime's `quantize_static`, keeping `nodes_to_exclude` in float; verified, then written to `out`."
+    out = _check_out(out, model, calib)
     nodes_to_exclude = list(nodes_to_exclude or [])
-    src = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
-    _check_names(src, nodes_to_exclude)
     if ranges is None and calib is None: raise ValueError("quantize_onnx needs calibration inputs (`calib`) or precomputed `ranges`")
-    method = get_calibrate_method(calibrate_method)
-    if ranges is not None: method = ranges.calibration_method
+    wt, at = get_quant_type(weight_type), get_quant_type(activation_type)
+    src = prepare_onnx(model, needed_opset(wt, at)) if prepare else _load_model(model)
+    _check_names(src, nodes_to_exclude)
+    op_types = list(op_types_to_quantize or default_op_types())
+    method = ranges.calibration_method if ranges is not None else get_calibrate_method(calibrate_method)
     reader = FeedReader(onnx_inputs(calib, src, batch_size)) if ranges is None else None
-    with tempfile.TemporaryDirectory(prefix='fq.quant.') as d, atomic_path(out) as tmp:
-        cache = None
-        if ranges is not None:
-            cache = Path(d)/'ranges.json'
-            save_tensors_data(ranges, cache)
-        quantize_static(model, tmp, reader, quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                        weight_type=get_quant_type(weight_type), activation_type=get_quant_type(activation_type),
-                        calibrate_method=method, op_types_to_quantize=op_types_to_quantize,
-                        nodes_to_exclude=nodes_to_exclude, extra_options=extra_options,
-                        calibration_cache_path=cache, **kwargs)
-    return Path(out)
+    with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
+        d = Path(d); cache = None
+        if ranges is not None: cache = d/'ranges.json'; save_tensors_data(ranges, cache)
+        _save(src, d/'model.onnx')  # ORT writes `<stem>-inferred.onnx` beside its input: only ever beside our copy
+        with _in_dir(d):
+            quantize_static(d/'model.onnx', d/'q.onnx', reader, quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                            weight_type=wt, activation_type=at, calibrate_method=method, op_types_to_quantize=op_types,
+                            nodes_to_exclude=nodes_to_exclude, extra_options=extra_options, calibration_cache_path=cache, **kwargs)
+        q = onnx.load(str(d/'q.onnx'))
+    if float_inputs: float_reads_float(q, quantized_nodes(src, op_types, kwargs.get('nodes_to_quantize'), nodes_to_exclude))
+    return write_onnx(q, out)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #2388d1b2
 def _n_qdq(model:onnx.ModelProto) -> int:
     return sum(n.op_type in ('QuantizeLinear', 'DequantizeLinear') for n in model.graph.node)
 
+# %% ../../nbs/sensitivity/01_onnx.ipynb #ec2d2a2d
+def kl_prob_distance(ref:np.ndarray, out:np.ndarray, eps:float=1e-10) -> float:
+    "Mean KL(ref || out) over the last axis, for outputs that already are probabilities (no second softmax), averaged over all other positions."
+    p, q = np.clip(ref.astype(np.float64), 0, None), np.clip(out.astype(np.float64), 0, None)
+    return float((p * (np.log(p + eps) - np.log(q + eps))).sum(-1).mean())
+
+register_metric('kl_prob', kl_prob_distance)
+
+def _is_prob(a:np.ndarray, tol:float=1e-3) -> bool:
+    return a.ndim >= 2 and a.shape[-1] > 1 and a.min() >= -tol and a.max() <= 1 + tol and np.abs(a.sum(-1) - 1).max() < 100 * tol
+
+def pick_metric(model:onnx.ModelProto, # the float model
+                reference:list) -> tuple[str, str]: # its outputs on the calibration feeds (per batch, a list of outputs)
+    "The metric that fits the model's first float output, and why: probabilities -> 'kl_prob', class logits -> 'kl', anything else -> 'mse'."
+    prod = {o: n.op_type for n in model.graph.node for o in n.output}
+    for j, o in enumerate(model.graph.output):
+        a = np.concatenate([np.asarray(b[j]) for b in reference])
+        if not np.issubdtype(a.dtype, np.floating): continue
+        shape = 'x'.join(map(str, a.shape[1:]))
+        pos = f", per position over {a.shape[1]} positions" if a.ndim == 3 else ''
+        if prod.get(o.name) == 'Softmax' or _is_prob(a):
+            return 'kl_prob', f"output {o.name!r} [N, {shape}] holds probabilities: KL without a second softmax{pos}"
+        if prod.get(o.name) == 'LogSoftmax': return 'kl', f"output {o.name!r} [N, {shape}] holds log-probabilities: KL of their softmax{pos}"
+        if a.ndim == 2 and a.shape[1] > 1: return 'kl', f"output {o.name!r} [N, {shape}] looks like class logits: KL of the softmax"
+        return 'mse', f"output {o.name!r} [N, {shape}] is not a distribution (a regression map, embeddings or a sequence of features): MSE"
+    raise ValueError("the model has no float output to compare: pass metric= a function (outputs_float, outputs_quant) -> distance")
+
 # %% ../../nbs/sensitivity/01_onnx.ipynb #c5f09c76
 class OnnxSensitivity:
     "Per-node quantization sensitivity of an ONNX model: calibrate once, then quantize each node alone and measure the outputs."
     def __init__(self,
-                 model, # path or `ModelProto` of the float model
+                 model, # path or `ModelProto` of the float model, as shipped (see `prepare_onnx`)
                  calib, # calibration inputs: array, dict of arrays, `.npz` path, iterable of input dicts
                  *,
                  per_channel:bool=True, # weights per output channel
                  weight_type='int8', # weight integer type
                  activation_type='int8', # activation integer type
                  calibrate_method='minmax', # ORT calibration method
-                 op_types_to_quantize:list=None, # op types to score and quantize (default: all ORT quantizes)
+                 op_types_to_quantize:list=None, # op types to score and quantize (default: `default_op_types()`, the weight ops)
                  extra_options:dict=None, # ORT quantizer `extra_options`
                  reduce_range:bool=False, # 7-bit weights (ORT's option for CPUs without VNNI)
                  batch_size:int=32, # when splitting stacked calibration arrays
                  n_batches:int=None, # use at most this many calibration batches
                  ranges:TensorsData=None, # precomputed ranges: skip calibration
+                 metric='auto', # default distance: 'auto' (`pick_metric`), a name of `available_metrics()`, or a function (ref, out) -> float
                  providers:list=None): # ORT providers (default CPU)
-        store_attr(but='model,calib,ranges')
+        store_attr(but='model,calib,ranges,metric')
+        if not (isinstance(metric, str) and metric == 'auto'): get_metric(metric)  # a bad name fails before any work
         self.source = model
         self.weight_type, self.activation_type = get_quant_type(weight_type), get_quant_type(activation_type)
         self.op_types = list(op_types_to_quantize or default_op_types())
         self.extra_options = dict(extra_options or {})
-        m = load_for_quantization(model)
-        self.model = update_opset_version(m, self.weight_type, self.activation_type)
+        self.steps = []
+        self.model = prepare_onnx(model, needed_opset(self.weight_type, self.activation_type), self.steps)
         self.feeds = onnx_inputs(calib, self.model, batch_size, n_batches)
         self.n_calibrations = 0
         if ranges is None:
@@ -232,6 +421,8 @@ class OnnxSensitivity:
             self.n_calibrations += 1
         self.ranges = ranges
         self.reference = run_feeds(self.model, self.feeds, providers=providers)
+        if isinstance(metric, str) and metric == 'auto': self.metric, self.metric_reason = pick_metric(self.model, self.reference)
+        else: self.metric, self.metric_reason = metric, 'given'
         self._base_qdq = _n_qdq(self.model)
 
     def targets(self) -> list[str]:
@@ -246,26 +437,35 @@ class OnnxSensitivity:
                             self.activation_type, self.ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
                             self.op_types, self.extra_options)
 
+    def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None) -> onnx.ModelProto:
+        "The QDQ model with `nodes_to_exclude` in float (reading float tensors), from the stored ranges: what `quantize` writes."
+        q = self.quantizer(nodes_to_quantize, nodes_to_exclude)
+        with _quiet(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
+        m = q.model.model
+        float_reads_float(m, quantized_nodes(self.model, self.op_types, nodes_to_quantize, nodes_to_exclude))
+        return m
+
     def probe_model(self, node:str) -> onnx.ModelProto:
         "The model with only `node` quantized (QDQ), everything else float."
-        q = self.quantizer(nodes_to_quantize=[node])
-        q.quantize_model()
-        return q.model.model
+        return self.quantized_model(nodes_to_quantize=[node])
 
-    def probe(self, node:str, metric='kl') -> float:
+    def _metric(self, metric): return self.metric if metric is None else metric
+
+    def probe(self, node:str, metric=None) -> float:
         "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        return output_distance(self.reference, run_feeds(m, self.feeds, providers=self.providers), metric)
+        return output_distance(self.reference, run_feeds(m, self.feeds, providers=self.providers), self._metric(metric))
 
     def score(self,
               nodes:list=None, # node names to score (default: `targets()`)
-              metric='kl', # 'kl', 'mse', 'cos' or a function (ref, out) -> float
+              metric=None, # None: the scorer's metric; else 'kl', 'kl_prob', 'mse', 'cos' or a function (ref, out) -> float
               progress:bool=True) -> Sensitivity: # show a progress bar
         "Score each node quantized alone: a `Sensitivity` with scores, failed probes and skipped nodes."
         nodes = self.targets() if nodes is None else list(nodes)
         _check_names(self.model, nodes, 'nodes')
         kinds = {n.name: n.op_type for n in self.model.graph.node}
+        metric = self._metric(metric)
         f = get_metric(metric)
         scores, failed, skipped, t0 = {}, {}, {}, time.perf_counter()
         for node in (progress_bar(nodes, leave=False) if progress else nodes):
@@ -277,25 +477,83 @@ class OnnxSensitivity:
         return Sensitivity(scores, failed, metric_name(metric), {n: kinds.get(n, '') for n in nodes},
                            skipped, time.perf_counter() - t0)
 
-    def quantize(self, out, nodes_to_exclude=None, **kwargs):
-        "Quantize the model with the stored ranges and settings, keeping `nodes_to_exclude` in float."
-        kw = dict(per_channel=self.per_channel, weight_type=self.weight_type, activation_type=self.activation_type,
-                  op_types_to_quantize=self.op_types, extra_options=self.extra_options, reduce_range=self.reduce_range)
-        return quantize_onnx(self.source, out, ranges=self.ranges, nodes_to_exclude=nodes_to_exclude, **{**kw, **kwargs})
+    def quantize(self, out, nodes_to_exclude=None) -> Path:
+        "Write the model quantized with the stored ranges and settings, `nodes_to_exclude` in float: verified first, written atomically, never over the input."
+        out = _check_out(out, self.source)
+        _check_names(self.model, nodes_to_exclude or [])
+        return write_onnx(self.quantized_model(nodes_to_exclude), out)
 
-    def evaluate(self, model, metric='kl') -> float:
+    def evaluate(self, model, metric=None) -> float:
         "Distance of `model`'s outputs (a path or `ModelProto`) from the float model's on the calibration inputs."
-        return output_distance(self.reference, run_feeds(model, self.feeds, providers=self.providers), metric)
+        return output_distance(self.reference, run_feeds(model, self.feeds, providers=self.providers), self._metric(metric))
+
+    def distance(self, nodes_to_exclude=None, metric=None) -> float:
+        "Distance from float of the model quantized with `nodes_to_exclude` in float."
+        return self.evaluate(self.quantized_model(nodes_to_exclude), metric)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #353cc4bf
 def score_onnx(model, # path or `ModelProto`
                calib, # calibration inputs
-               metric='kl', # 'kl', 'mse', 'cos' or a function
+               metric='auto', # 'auto' (`pick_metric`), 'kl', 'kl_prob', 'mse', 'cos' or a function (ref, out) -> float
                nodes:list=None, # nodes to score (default: all quantizable)
                progress:bool=True, # progress bar
                **kwargs) -> Sensitivity: # `OnnxSensitivity` settings
     "Per-node sensitivity of an ONNX model in one call (see `OnnxSensitivity`)."
-    return OnnxSensitivity(model, calib, **kwargs).score(nodes, metric, progress)
+    return OnnxSensitivity(model, calib, metric=metric, **kwargs).score(nodes, None, progress)
+
+# %% ../../nbs/sensitivity/01_onnx.ipynb #a1f546d7
+@patch
+def verified(self:OnnxSensitivity,
+             excluded, # the picked nodes to keep in float
+             ranking=None, # all scored nodes, most sensitive first (e.g. `list(Sensitivity.scores)`): candidates for the search
+             max_evals:int=12, # at most this many extra quantize-and-measure runs in the search
+             time_budget:float=120., # seconds the search may take
+             window:int=4) -> dict: # the search tries the `window` nodes on each side of the cut
+    "Measure `excluded` against the all-quantized model; if it is not closer to float, search greedily around the cut (add the next ranked nodes, drop the last ones taken), bounded in evaluations and time."
+    t0, excluded = time.perf_counter(), list(excluded)
+    d_all = self.distance([])
+    d = d_all if not excluded else self.distance(excluded)
+    log = [f"all quantized: {d_all:.4g}; picked ({len(excluded)} in float): {d:.4g}"]
+    best, d_best, n = excluded, d, 0
+    if d < d_all or not excluded: return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=False, log=log)
+    ranking = [r for r in (ranking or excluded) if r]
+    while n < max_evals and time.perf_counter() - t0 < time_budget:
+        cut = set(best)
+        adds = [r for r in ranking if r not in cut][:window]
+        drops = [r for r in reversed(ranking) if r in cut][:window]
+        moves = [('add', r) for r in adds] + [('drop', r) for r in drops]
+        improved = False
+        for kind, r in moves:
+            if n >= max_evals or time.perf_counter() - t0 >= time_budget: break
+            cand = best + [r] if kind == 'add' else [x for x in best if x != r]
+            dc = self.distance(cand); n += 1
+            if dc < d_best:
+                log.append(f"{kind} {r}: {dc:.4g}"); best, d_best, improved = cand, dc, True
+                break
+        if not improved: break
+    if d_best >= d_all:
+        log.append(f"no exclusion found closer to float than the all-quantized model in {n} tries: everything quantized")
+        best, d_best = [], d_all
+    return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=True, log=log)
+
+# %% ../../nbs/sensitivity/01_onnx.ipynb #4e6d13b1
+@patch
+def exclusion_curve(self:OnnxSensitivity,
+                    scores, # target name -> score (e.g. `Sensitivity.scores`)
+                    coverages=(0, .5, .8, .9, .95, .99, 1.), # coverages to pick at
+                    metric=None) -> list[dict]: # None: the scorer's metric
+    "For growing coverages: the per-node pick and its measured distance, and the exclusion kept (the best measured so far), so that allowing more in float never gives a worse model."
+    from fasterquant.sensitivity.picker import suggest_exclusion
+    rows, best, d_best, seen = [], [], None, {}
+    for c in sorted(coverages):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore'); ex = suggest_exclusion(scores, c) if c > 0 else []
+        key = tuple(ex)
+        if key not in seen: seen[key] = self.distance(ex, metric)
+        d = seen[key]
+        if d_best is None or d < d_best: best, d_best = ex, d
+        rows.append(dict(coverage=c, picked=len(ex), picked_distance=d, n_float=len(best), distance=d_best, excluded=list(best)))
+    return rows
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #acd44421
 def onnx_node_scopes(model) -> dict[str, str]:
@@ -312,3 +570,19 @@ def onnx_node_scopes(model) -> dict[str, str]:
             except ValueError: pass
         out[n.name] = path
     return out
+
+# %% ../../nbs/sensitivity/01_onnx.ipynb #169ff20c
+def graph_blocks(model, # path or `ModelProto`
+                 targets, # the target node names, to group
+                 max_share:float=0.5) -> dict: # a segment with more than this share of the targets is cut into shorter runs
+    "Blocks from the graph itself, for names without hierarchy: the runs of targets between residual joins (an `Add`/`Sum` of two computed tensors); a run holding more than `max_share` of the targets is cut into runs of about sqrt(n)."
+    m = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
+    computed = {o for n in m.graph.node if n.op_type != 'Constant' for o in n.output}
+    tset, segs = set(targets), [[]]
+    for n in m.graph.node:
+        if n.name in tset: segs[-1].append(n.name)
+        if n.op_type in ('Add', 'Sum') and sum(i in computed for i in n.input) >= 2 and segs[-1]: segs.append([])
+    segs = [s for s in segs if s]
+    total = sum(map(len, segs)); k = max(2, round(math.sqrt(total)))
+    runs = [r for s in segs for r in ([s[i:i + k] for i in range(0, len(s), k)] if len(s) > max_share * total else [s])]
+    return {(f"seg{j}:{r[0]}..{r[-1]}" if len(r) > 1 else r[0]): names_to_patterns(r) for j, r in enumerate(runs)}

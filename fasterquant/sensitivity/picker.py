@@ -11,7 +11,8 @@ from ..core.registry import AxisRegistry
 
 # %% auto #0
 __all__ = ['BLOCK_AGGS', 'anchored', 'names_to_patterns', 'names_regex', 'module_path', 'blocks_from_names', 'NearTieWarning',
-           'NothingExcludedWarning', 'available_block_aggs', 'suggest_exclusion', 'summarize_exclusion', 'Sensitivity']
+           'NothingExcludedWarning', 'available_block_aggs', 'repeat_depth', 'drop_whole_blocks', 'suggest_exclusion',
+           'summarize_exclusion', 'Sensitivity']
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #89ac59f7
 def anchored(name:str) -> str:
@@ -51,11 +52,14 @@ def module_path(name:str) -> list[str]:
     return comps
 
 def blocks_from_names(names, # target names (or scores keyed by them), or a mapping name -> hierarchical path string (e.g. `onnx_node_scopes(model)`)
-                      depth:int=1): # number of module components that name a block
-    "Group hierarchical target names into blocks: `{block: [anchored name patterns]}`, blocks in order of first appearance."
-    if not isinstance(depth, int) or depth < 1: raise ValueError(f"depth must be a positive integer, got {depth!r}")
+                      depth:int|str=1): # number of module components that name a block, or 'auto': the level where indexed siblings repeat (`repeat_depth`)
+    "Group hierarchical target names into blocks: `{block: [anchored name patterns]}`, blocks in order of first appearance (`{}` for 'auto' when no level repeats)."
+    if depth != 'auto' and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1): raise ValueError(f"depth must be a positive integer or 'auto', got {depth!r}")
     if isinstance(names, Mapping) and all(isinstance(v, str) for v in names.values()): paths = dict(names)
     else: paths = {n: n for n in names}
+    if depth == 'auto':
+        depth = repeat_depth([module_path(p) for p in paths.values()])
+        if depth is None: return {}
     blocks = {}
     for n, p in paths.items():
         comps = module_path(p)
@@ -130,6 +134,41 @@ def _aggregate_group_scores(scores:Mapping[str, float], groups:Mapping[str, list
     "Score of each group: `block_agg` ('sum', 'max' or 'mean') of its members' scores."
     f = _agg_fn(block_agg)
     return {g: float(f([scores[m] for m in ms])) for g, ms in groups.items()}
+
+# %% ../../nbs/sensitivity/00_picker.ipynb #82f2c705
+_FALLBACK_OPS = {'Conv', 'MatMul', 'Gemm', 'Add', 'Mul', 'Sub', 'Div', 'Relu', 'Identity', 'Reshape', 'Transpose', 'Concat', 'Softmax'}
+
+def _op_names() -> set:
+    "ONNX op type names (an indexed `Conv.14` is a node counter, not a repeated module)."
+    try:
+        import onnx
+        return {s.name for s in onnx.defs.get_all_schemas()} | _FALLBACK_OPS
+    except ImportError: return _FALLBACK_OPS
+
+def repeat_depth(paths) -> int|None: # module paths, each a list of components (see `module_path`)
+    "The first depth at which indexed siblings repeat (`layer.0` ... `layer.11`, `blocks.N`), or None when no level repeats."
+    ops, paths = _op_names(), [list(p) for p in paths]
+    for d in range(max(map(len, paths), default=0)):
+        idx = {}
+        for p in paths:
+            if len(p) <= d: continue
+            base, _, i = p[d].rpartition('.')
+            if i.isdigit() and base and base.split('.')[-1] not in ops: idx.setdefault(tuple(p[:d]) + (base,), set()).add(i)
+        if any(len(v) > 1 for v in idx.values()): return d + 1
+    return None
+
+def drop_whole_blocks(blocks:Mapping, # block name -> patterns
+                      names, # the target names
+                      max_share:float=0.5) -> tuple[dict, dict]: # a block matching more than this share of the targets is dropped
+    "Split `blocks` into the candidates and the dropped blocks that hold (nearly) the whole model: `(kept, dropped)`, dropped as name -> node count."
+    names = list(names)
+    groups = _assign_groups(names, blocks) if blocks else {}
+    kept, dropped = {}, {}
+    for b, ps in blocks.items():
+        n = len(groups.get(b, []))
+        if names and n > max_share * len(names): dropped[b] = n
+        else: kept[b] = ps
+    return kept, dropped
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #ebaa5762
 def _select(scores:Mapping[str, float], coverage:float=0.9, threshold:float=None, max_n:int=None,

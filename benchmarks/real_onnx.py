@@ -1,0 +1,153 @@
+"""Exclusion on a real pretrained ONNX model as shipped: PP-OCRv6 text recognition (rapidocr 3.10.0 wheel, opset 11, CTC output).
+
+Rendered labelled words (fasterquant.data: DejaVu fonts, height 48, padded to 320, (x/255-0.5)/0.5, greedy CTC decoding).
+Per mode: float / plain `quantize_static` (ORT defaults after pre-processing; and restricted to Conv/MatMul/Gemm) /
+fasterquant all weight ops / per-node / blocks / verified: exact-word accuracy, distance to float (KL of the output
+probabilities per position, on the test words), share of weight ops on integer weights, file size, times.
+Plus the coverage sweep (distance to float as more goes to float) and the "all Conv kept in float" diagnosis.
+
+    python benchmarks/real_onnx.py [--n-calib 32] [--n-test 200] [--modes int8 u8s8-per-tensor]
+Writes benchmarks/results/real_onnx.md and .json.
+"""
+import argparse, json, time, os, sys, tempfile, platform, warnings, logging
+from pathlib import Path
+import numpy as np, onnx, onnxruntime as ort
+from onnxruntime.quantization import quantize_static, QuantFormat
+from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy, word_accuracy
+from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_onnx, ort_op_types, default_op_types, get_quant_type,
+                                          kl_prob_distance, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
+from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
+from fasterquant.onnx.runtime import run_feeds
+from fasterquant.core.utils import atomic_path
+
+MODES = {'int8': dict(weight_type='int8', activation_type='int8', per_channel=True),
+         'u8s8-per-tensor': dict(weight_type='int8', activation_type='uint8', per_channel=False),
+         'w4a8': dict(weight_type='int4', activation_type='int8', per_channel=True)}
+WEIGHT_OPS = ('Conv', 'MatMul', 'Gemm')
+
+def int_weight_share(path, ref:onnx.ModelProto) -> float:
+    "Share of the float model's weight ops (Conv/MatMul/Gemm with an initializer input) whose weight is read through a DequantizeLinear."
+    m = onnx.load(str(path), load_external_data=False)
+    prod = {o: n for n in m.graph.node for o in n.output}
+    inits = {i.name for i in ref.graph.initializer}
+    ops = [n.name for n in ref.graph.node if n.op_type in WEIGHT_OPS and any(i in inits for i in n.input[1:])]
+    by_name = {n.name: n for n in m.graph.node}
+    ok = sum(any(prod.get(i) is not None and prod[i].op_type == 'DequantizeLinear' for i in by_name[n].input[1:]) for n in ops if n in by_name)
+    return ok / max(1, len(ops))
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--n-calib', type=int, default=32); ap.add_argument('--n-test', type=int, default=200)
+    ap.add_argument('--modes', nargs='+', default=['int8', 'u8s8-per-tensor', 'w4a8'], choices=list(MODES))
+    ap.add_argument('--coverage', type=float, default=0.9)
+    ap.add_argument('--out', default=str(Path(__file__).parent/'results'/'real_onnx'))
+    ap.add_argument('--render', action='store_true', help="only write the .md again from the .json")
+    a = ap.parse_args()
+    if a.render:
+        out = Path(a.out)
+        with atomic_path(out.with_suffix('.md')) as p: Path(p).write_text(markdown(json.loads(out.with_suffix('.json').read_text())))
+        return
+    logging.getLogger().setLevel(logging.ERROR); warnings.simplefilter('ignore')
+    rec = rapidocr_model('PP-OCRv6_rec_small'); charset = ocr_charset(rec)
+    words = random_words(a.n_calib + a.n_test, seed=0)
+    x = render_words(words); xc, xt, wt = x[:a.n_calib], x[a.n_calib:], words[a.n_calib:]
+    calib = [{'x': xc[i:i+8]} for i in range(0, a.n_calib, 8)]
+    test = [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)]
+    tmp = Path(tempfile.mkdtemp(prefix='fq.bench.'))
+    t = time.perf_counter(); steps = []; prep = prepare_onnx(rec, steps=steps); t_prep = time.perf_counter() - t
+    ref = np.concatenate([o[0] for o in run_feeds(prep, test)])
+    def measure(path, name, **extra):
+        p = np.concatenate([o[0] for o in run_feeds(path, test)])
+        r = dict(name=name, acc=word_accuracy(ctc_greedy(p, charset), wt), distance=kl_prob_distance(ref, p),
+                 int_weights=int_weight_share(path, prep), mb=Path(path).stat().st_size / 1e6, **extra)
+        print(f"  {name:55s} acc {r['acc']:.1%}  dist {r['distance']:.4g}  int-w {r['int_weights']:.0%}  {r['mb']:.2f} MB", flush=True)
+        return r
+    res = dict(model='PP-OCRv6_rec_small.onnx (rapidocr 3.10.0)', opset=next(o.version for o in onnx.load(str(rec), load_external_data=False).opset_import if o.domain in ('', 'ai.onnx')),
+               prepare_steps=steps, prepare_s=t_prep, n_calib=a.n_calib, n_test=a.n_test, coverage=a.coverage,
+               n_nodes=len(prep.graph.node), machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", modes={})
+    print(f"prepared in {t_prep:.1f}s: {steps}")
+    onnx.save(prep, str(tmp/'prep.onnx'))
+    float_row = measure(rec, 'float')
+    for mode in a.modes:
+        kw = MODES[mode]; print(mode, flush=True)
+        rows, wtq, atq = [float_row], get_quant_type(kw['weight_type']), get_quant_type(kw['activation_type'])
+        for label, ops in (('plain quantize_static (all op types)', None), ('plain quantize_static (Conv/MatMul/Gemm)', list(WEIGHT_OPS))):
+            t = time.perf_counter()
+            with _in_dir(tmp), _quiet():
+                quantize_static(tmp/'prep.onnx', tmp/'plain.onnx', FeedReader(calib), quant_format=QuantFormat.QDQ, per_channel=kw['per_channel'],
+                                weight_type=wtq, activation_type=atq, op_types_to_quantize=ops)
+            rows.append(measure(tmp/'plain.onnx', label, quantize_s=time.perf_counter() - t))
+        t = time.perf_counter()
+        with _quiet(): sens = OnnxSensitivity(rec, calib, **kw)
+        t_cal = time.perf_counter() - t
+        t = time.perf_counter(); sc = sens.score(progress=False); t_score = time.perf_counter() - t
+        print(f"  metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
+        def ours(label, ex, **extra):
+            t = time.perf_counter(); sens.quantize(tmp/'ours.onnx', ex)
+            return measure(tmp/'ours.onnx', f"{label} ({len(ex)} in float)", quantize_s=time.perf_counter() - t, n_float=len(ex), **extra)
+        rows.append(ours('fasterquant, all weight ops quantized', []))
+        for c in (0.5, a.coverage):
+            per_node = suggest_exclusion(sc.scores, c)
+            rows.append(ours(f'fasterquant per-node, coverage {c:g}', per_node, score_s=t_score, calibrate_s=t_cal))
+        scopes = onnx_node_scopes(sens.model)
+        blocks = blocks_from_names({n: scopes.get(n, n) for n in sc.scores}, depth='auto') or graph_blocks(sens.model, list(sc.scores))
+        blocks, dropped = drop_whole_blocks(blocks, list(sc.scores))
+        by_block = suggest_exclusion(sc.scores, a.coverage, blocks=blocks)
+        rows.append(ours(f'fasterquant blocks (auto: {len(blocks)}), coverage {a.coverage:g}', by_block, score_s=t_score))
+        t = time.perf_counter(); v = sens.verified(per_node, list(sc.scores), time_budget=90); t_v = time.perf_counter() - t
+        rows.append(ours('fasterquant verified (per-node + search)', v['excluded'], score_s=t_score, verify_s=t_v, verify_log=v['log']))
+        # coverage sweep on the calibration words: the raw per-node picks, and the measured curve (best kept so far)
+        t = time.perf_counter(); sweep = sens.exclusion_curve(sc.scores, (0, .5, .8, .9, .95, .99, 1.)); t_curve = time.perf_counter() - t
+        at = next(s for s in sweep if s['coverage'] == a.coverage)
+        rows.append(ours(f'fasterquant measured curve, coverage {a.coverage:g}', at['excluded'], score_s=t_score, verify_s=t_curve))
+        print('  sweep', [(s['coverage'], s['picked'], f"{s['picked_distance']:.3g}", s['n_float'], f"{s['distance']:.3g}") for s in sweep], flush=True)
+        all_float = sens.distance(sens.targets())
+        # diagnosis: ORT's default op types with every Conv kept in float, ORT's placement vs float nodes reading float
+        diag = []
+        convs = [n.name for n in sens.model.graph.node if n.op_type == 'Conv']
+        with _quiet(): s_all = OnnxSensitivity(rec, calib, ranges=None, op_types_to_quantize=ort_op_types(), **kw)
+        q = s_all.quantizer(nodes_to_exclude=convs)
+        with _quiet(): q.quantize_model(); q.model.topological_sort()
+        raw = q.model.model; onnx.save(raw, str(tmp/'diag.onnx'))
+        diag.append(measure(tmp/'diag.onnx', f'all op types, {len(convs)} Conv in float, ORT placement'))
+        float_reads_float(raw, quantized_nodes(s_all.model, s_all.op_types, None, convs)); onnx.save(raw, str(tmp/'diag.onnx'))
+        diag.append(measure(tmp/'diag.onnx', f'all op types, {len(convs)} Conv in float, float reads float'))
+        res['modes'][mode] = dict(settings=kw, metric=f"{sens.metric} ({sens.metric_reason})", n_targets=len(sens.targets()), n_scored=len(sc.scores),
+                                  n_failed=len(sc.failed), score_s=t_score, calibrate_s=t_cal, rows=rows, sweep=sweep, diagnosis=diag,
+                                  blocks_dropped=dropped, verify_log=v['log'], all_targets_float_distance=all_float)
+    out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out.with_suffix('.json')) as p: Path(p).write_text(json.dumps(res, indent=1, default=str) + '\n')
+    with atomic_path(out.with_suffix('.md')) as p: Path(p).write_text(markdown(res))
+    print(f"wrote {out.with_suffix('.md')} and .json")
+
+FINDINGS = """**Reading.** 200 test words: one word is 0.5 points, so differences of a few points are noise.
+- Every fasterquant row is a file prepared inside (`prepare_onnx`: opset 11 → 13 or 21, ORT pre-processing) with integer weights: all weight ops quantized gives a quarter of the float size (5.9 of 21.2 MB at INT8).
+- Plain `quantize_static` restricted to Conv/MatMul/Gemm (ORT's placement: every consumer reads the quantized copy) is further from float than ours with the same op types (float nodes read float tensors): 0.093 vs 0.072 at INT8, 0.22 vs 0.12 u8s8 per-tensor.
+- Keeping a few nodes in float pays: INT8 per-node coverage 0.5 keeps 8 of 70 in float (88% on integer weights, 6.1 MB) at 92.5%, float 90.5%; u8s8 per-tensor coverage 0.9: 90.5% vs 78.5% for plain `quantize_static`; w4a8 coverage 0.9: 78.5% vs 0%.
+- The raw per-node picks are not monotone (INT8: 0.023 at coverage 0.5, 0.027 at 0.8); the measured curve keeps the best pick so far, so its distance never increases, and with everything in float it is 0 (the float model, bit for bit).
+- Blocks: paddle2onnx names (`Conv.14`) have no hierarchy, so the blocks come from the graph (runs between residual joins); here they do no better than per-node picks.
+- Still short of the issue's targets: at coverage 0.9 only 36-62% of the weight ops stay on integer weights; coverage 0.5 gives ≥ 88% on INT8 but recovers less on w4a8."""
+
+def markdown(res) -> str:
+    L = [f"# Real ONNX model: {res['model']}", '',
+         f"Opset {res['opset']}, {res['n_nodes']} nodes after `prepare_onnx` ({'; '.join(res['prepare_steps'])}, {res['prepare_s']:.1f} s). "
+         f"{res['n_calib']} rendered words for calibration and scoring, {res['n_test']} others for the test; {res['machine']}. "
+         "Accuracy: exact words, greedy CTC. Distance: KL of the output probabilities per position vs float, on the test words. "
+         "int weights: share of the Conv/MatMul/Gemm nodes with weights whose weights are stored as integers.", '', FINDINGS, '']
+    for mode, r in res['modes'].items():
+        L += [f"## {mode}", '', f"Settings {r['settings']}; metric {r['metric']}; {r['n_scored']} of {r['n_targets']} targets scored "
+              f"({r['n_failed']} failed) in {r['score_s']:.0f} s after one calibration ({r['calibrate_s']:.0f} s).", '',
+              '| model | exact-word acc | distance to float | int weights | size (MB) | quantize (s) |', '|---|---|---|---|---|---|']
+        for x in r['rows']:
+            L.append(f"| {x['name']} | {100*x['acc']:.1f}% | {x['distance']:.4g} | {100*x['int_weights']:.0f}% | {x['mb']:.2f} | {x.get('quantize_s', 0):.1f} |")
+        L += ['', 'Coverage sweep on the calibration words (distance to float): per-node pick → measured curve (best kept so far)', '',
+              '| coverage | picked | picked: distance | kept in float | curve: distance |', '|---|---|---|---|---|']
+        L += [f"| {s['coverage']:g} | {s['picked']} | {s['picked_distance']:.4g} | {s['n_float']} | {s['distance']:.4g} |" for s in r['sweep']]
+        L += ['', f"Every target in float: distance {r['all_targets_float_distance']:.3g} (the float model).", '',
+              'Verification: ' + '; '.join(r['verify_log']), '']
+        if r['blocks_dropped']: L += [f"Blocks dropped as (nearly) the whole model: {r['blocks_dropped']}", '']
+        L += ['Diagnosis (ORT default op types, every Conv kept in float):', '']
+        L += [f"- {x['name']}: {100*x['acc']:.1f}%, distance {x['distance']:.4g}" for x in r['diagnosis']] + ['']
+    return '\n'.join(L)
+
+if __name__ == '__main__': main()
