@@ -331,7 +331,7 @@ def merge(a):
     "Combine partial runs (same settings) into one report: a model's rows from every part, the last part's row winning for the same method, W and seed."
     parts = [json.loads(Path(f).read_text()) if f.endswith('.json') else from_log(f, a) for f in a.merge.split(',')]
     meta = dict(parts[0]['meta'])
-    for k in ('date', 'load_start', 'load_end'): meta[k] = ' / '.join(str(p['meta'][k]) for p in parts)
+    for k in ('date', 'load_start', 'load_end'): meta[k] = ' / '.join(str(p['meta'].get(k, '?')) for p in parts)
     meta['merged_from'] = a.merge.split(',')
     by_model = {}
     for part in parts:
