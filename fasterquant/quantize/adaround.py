@@ -5,7 +5,6 @@
 # %% ../../nbs/quantize/09_adaround.ipynb #bf749a09
 from __future__ import annotations
 import time
-from collections import OrderedDict
 import torch
 from torch import nn, Tensor
 from .dtype import QDtype, get_dtype
@@ -13,7 +12,7 @@ from .grid import round_half_even, QuantSpec
 from .criteria import register_criteria
 from .schedule import Schedule, linear
 from .layerwise import LayerwiseCriteria, LayerJob, BlockJob, run_blockwise, recon_loss, ENGINE_DEFAULTS, check_int, check_pos
-from ..core.calib import CALIB_HELP
+
 from .quantizer import Quantizer
 
 # %% auto #0
@@ -161,16 +160,12 @@ class AdaRound(LayerwiseCriteria):
         b = p['blocks']
         if not (b is None or b == 'auto' or (isinstance(b, (list, tuple)) and all(isinstance(s, str) for s in b))):
             raise ValueError(f"blocks must be None (layer by layer), 'auto' or a list of module names, got {b!r}")
-    def fit(self, quantizer, calib=None, **kwargs):
-        "Learn the rounding of every layer of `quantizer.specs`: layer by layer, or block by block with `blocks`."
-        p = self.params(**kwargs)
-        if p['blocks'] is None: return super().fit(quantizer, calib, **kwargs)
-        if calib is None: raise ValueError(f"criteria={self.name} needs calibration data: {CALIB_HELP}")
-        self.stats = OrderedDict()
-        if not quantizer.specs: return
+    def walk(self, quantizer, calib, p:dict) -> str:
+        "Layer by layer, or block by block with `blocks` (the engine's block walk); returns the path that ran."
+        if p['blocks'] is None: return super().walk(quantizer, calib, p)
         split = run_blockwise(quantizer, calib, lambda job: self._fit_block(job, p), p['blocks'],
                               **{k: p[k] for k in ENGINE_DEFAULTS if k != 'mode'})
-        self.mode = 'blocks' + (f" (split into layers: {', '.join(split)})" if split else '')
+        return 'blocks' + (f" (split into layers: {', '.join(split)})" if split else '')
     def _fit_block(self, job, p):
         t0 = time.perf_counter()
         srs = {r: SoftRounding(w, sp).to(w.device) for r, (_, sp, w) in job.layers.items()}

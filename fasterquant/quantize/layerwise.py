@@ -345,7 +345,10 @@ class LayerwiseCriteria(Criteria):
         if calib is None: raise ValueError(f"criteria={self.name} needs calibration data: {CALIB_HELP}")
         self.stats = OrderedDict()
         if not quantizer.specs: return
-        self.mode = run_layerwise(quantizer, calib, lambda job: self._fit_one(job, p), **{k: p[k] for k in ENGINE_DEFAULTS})
+        self.mode = self.walk(quantizer, calib, p)
+    def walk(self, quantizer, calib, p:dict) -> str:
+        "Run the engine over `quantizer.specs`, calling `fit_layer` per layer; returns the path that ran."
+        return run_layerwise(quantizer, calib, lambda job: self._fit_one(job, p), **{k: p[k] for k in ENGINE_DEFAULTS})
     def _fit_one(self, job:LayerJob, p:dict) -> Tensor:
         t0 = time.perf_counter()
         q, st = self.fit_layer(job, p)
