@@ -72,6 +72,8 @@ def check_args(args):
     if (getattr(args, 'block_depth', None) or 1) < 1: raise CLIError(f"--block-depth must be at least 1, got {args.block_depth}")
     cov, thr = getattr(args, 'coverage', None), getattr(args, 'threshold', None)
     if thr is None and cov is not None and not 0 <= cov <= 1: raise CLIError(f"--coverage must be in [0, 1], got {cov}")
+    mf = getattr(args, 'max_float', None)
+    if mf is not None and not 0 <= mf <= 1: raise CLIError(f"--max-float must be a share in [0, 1], got {mf}")
     if thr is not None and not math.isfinite(thr): raise CLIError(f"--threshold must be a finite number, got {thr}")
     vt = getattr(args, 'verify_time', None)
     if vt is not None and not (math.isfinite(vt) and vt > 0): raise CLIError(f"--verify-time must be a positive number of seconds, got {vt}")
@@ -245,7 +247,7 @@ def cmd_onnx(args):
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter('always', NearTieWarning)
         excluded = suggest_exclusion(res.scores, args.coverage, threshold=args.threshold, blocks=blocks, block_agg=args.block_agg,
-                                     max_nodes=args.max_nodes)
+                                     max_nodes=args.max_nodes, max_float=args.max_float)
     print_scores(res, blocks, set(excluded), args.top)
     for l in block_lines: print(l)
     s = summarize_exclusion(res.scores, excluded)
@@ -253,11 +255,16 @@ def cmd_onnx(args):
     by = f", by block ({'auto' if args.blocks == ['auto'] else len(blocks)} blocks, {args.block_agg})" if blocks else ''
     print(f"\nexclusion ({rule}{by}): {s['n_excluded']} of {s['n_targets']} nodes stay in float, "
           f"carrying {s['coverage_pct']:.1f}% of the total score")
+    if args.max_float is not None and args.max_float < 1:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            free = suggest_exclusion(res.scores, args.coverage, threshold=args.threshold, blocks=blocks, block_agg=args.block_agg, max_nodes=args.max_nodes)
+        if len(free) > len(excluded): print(f"  capped by --max-float {args.max_float:g}: the {rule} rule alone would keep {len(free)} nodes in float (raise --max-float to allow it)")
     for w in ws: print(f"warning: {w.message}")
     if excluded: print("  " + "\n  ".join(excluded[:args.top or None]) + (f"\n  ... {len(excluded) - args.top} more" if args.top and len(excluded) > args.top else ''))
     with _quiet_ort():
         if args.verify:  # measured, never a worse model than the all-quantized one without saying so
-            v = sens.verified(excluded, list(res.scores), time_budget=args.verify_time)
+            v = sens.verified(excluded, list(res.scores), time_budget=args.verify_time, max_float=args.max_float)
             print(f"\nverified ({metric_label(sens)}): " + "; ".join(v['log']))
             if v['excluded'] != excluded: print(f"  the search changed the pick: {len(v['excluded'])} nodes in float")
             excluded = v['excluded']
@@ -352,6 +359,7 @@ def get_parser() -> argparse.ArgumentParser:
     o.add_argument('--block-depth', type=int, metavar='N', help="module components naming a block with --blocks auto (default: the level where indexed siblings such as layer.0 ... layer.11 repeat; blocks from the graph when names carry no hierarchy)")
     o.add_argument('--block-agg', choices=['sum', 'max', 'mean'], default='sum', help="block score from its nodes' (default sum)")
     o.add_argument('--max-nodes', type=int, metavar='N', help="keep at most N nodes (blocks) in float")
+    o.add_argument('--max-float', type=float, default=0.2, metavar='SHARE', help="keep at most this share of the scored nodes in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 1: no cap)")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
     o.add_argument('--no-verify', dest='verify', action='store_false', help="write the pick as is, without measuring it against the all-quantized model")

@@ -23,7 +23,7 @@ from ..onnx.runtime import run_feeds, ort_session
 from .picker import Sensitivity, names_to_patterns
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'WEIGHT_OPS', 'onnx_inputs', 'FeedReader', 'get_quant_type',
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'onnx_inputs', 'FeedReader', 'get_quant_type',
            'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization', 'calibrate_onnx',
            'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx', 'quantized_nodes',
            'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'pick_metric',
@@ -110,7 +110,8 @@ for _n, _v in dict(minmax=CalibrationMethod.MinMax, entropy=CalibrationMethod.En
 # quantize_static's mapping from its extra_options to the calibrator's options
 _CALIB_EXTRA = [("CalibTensorRangeSymmetric", "symmetric"), ("CalibMovingAverage", "moving_average"),
                 ("CalibMovingAverageConstant", "averaging_constant"), ("CalibMaxIntermediateOutputs", "max_intermediate_outputs"),
-                ("CalibPercentile", "percentile")]
+                ("CalibPercentile", "percentile"), ("CalibNumBins", "num_bins"), ("CalibNumQuantizedBins", "num_quantized_bins")]
+ENTROPY_BINS = 2048  # ORT's entropy default, 128 bins into 128 quantized bins, leaves one candidate threshold: the full range
 
 def get_quant_type(t) -> QuantType:
     "ONNX Runtime `QuantType` from a `QuantType`, a name (`'int8'`, `'uint4'`, ...) or a fasterquant `QDtype`."
@@ -152,6 +153,7 @@ def calibrate_onnx(model, # path or `ModelProto` (shapes inferred, see `load_for
     "Activation ranges from one run of ONNX Runtime's calibrator over `feeds`."
     extra_options = extra_options or {}
     calib_opts = {k: extra_options[n] for n, k in _CALIB_EXTRA if n in extra_options}
+    if get_calibrate_method(calibrate_method) == CalibrationMethod.Entropy: calib_opts.setdefault('num_bins', ENTROPY_BINS)
     with tempfile.TemporaryDirectory(prefix='fq.calib.') as d:
         path = Path(d)/'model.onnx'
         _save(model if isinstance(model, onnx.ModelProto) else onnx.load(str(model)), path)  # a copy: ORT writes beside its input
@@ -342,8 +344,8 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     src = prepare_onnx(model, needed_opset(wt, at)) if prepare else _load_model(model)
     _check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
-    method = ranges.calibration_method if ranges is not None else get_calibrate_method(calibrate_method)
-    reader = FeedReader(onnx_inputs(calib, src, batch_size)) if ranges is None else None
+    if ranges is None: ranges = calibrate_onnx(src, onnx_inputs(calib, src, batch_size), op_types, calibrate_method, extra_options)  # our calibration defaults
+    method, reader = ranges.calibration_method, None
     with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
         d = Path(d); cache = None
         if ranges is not None: cache = d/'ranges.json'; save_tensors_data(ranges, cache)
@@ -508,7 +510,8 @@ def verified(self:OnnxSensitivity,
              ranking=None, # all scored nodes, most sensitive first (e.g. `list(Sensitivity.scores)`): candidates for the search
              max_evals:int=12, # at most this many extra quantize-and-measure runs in the search
              time_budget:float=120., # seconds the search may take
-             window:int=4) -> dict: # the search tries the `window` nodes on each side of the cut
+             window:int=4, # the search tries the `window` nodes on each side of the cut
+             max_float:float=None) -> dict: # the search never keeps more than this share of the ranked nodes in float
     "Measure `excluded` against the all-quantized model; if it is not closer to float, search greedily around the cut (add the next ranked nodes, drop the last ones taken), bounded in evaluations and time."
     t0, excluded = time.perf_counter(), list(excluded)
     d_all = self.distance([])
@@ -517,9 +520,10 @@ def verified(self:OnnxSensitivity,
     best, d_best, n = excluded, d, 0
     if d < d_all or not excluded: return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=False, log=log)
     ranking = [r for r in (ranking or excluded) if r]
+    cap = len(ranking) if max_float is None else math.floor(max_float * len(ranking) + 1e-9)
     while n < max_evals and time.perf_counter() - t0 < time_budget:
         cut = set(best)
-        adds = [r for r in ranking if r not in cut][:window]
+        adds = [r for r in ranking if r not in cut][:window] if len(best) < cap else []
         drops = [r for r in reversed(ranking) if r in cut][:window]
         moves = [('add', r) for r in adds] + [('drop', r) for r in drops]
         improved = False
@@ -541,13 +545,14 @@ def verified(self:OnnxSensitivity,
 def exclusion_curve(self:OnnxSensitivity,
                     scores, # target name -> score (e.g. `Sensitivity.scores`)
                     coverages=(0, .5, .8, .9, .95, .99, 1.), # coverages to pick at
-                    metric=None) -> list[dict]: # None: the scorer's metric
+                    metric=None, # None: the scorer's metric
+                    max_float:float=None) -> list[dict]: # at most this share of the targets in float (see `suggest_exclusion`)
     "For growing coverages: the per-node pick and its measured distance, and the exclusion kept (the best measured so far), so that allowing more in float never gives a worse model."
     from fasterquant.sensitivity.picker import suggest_exclusion
     rows, best, d_best, seen = [], [], None, {}
     for c in sorted(coverages):
         with warnings.catch_warnings():
-            warnings.simplefilter('ignore'); ex = suggest_exclusion(scores, c) if c > 0 else []
+            warnings.simplefilter('ignore'); ex = suggest_exclusion(scores, c, max_float=max_float) if c > 0 else []
         key = tuple(ex)
         if key not in seen: seen[key] = self.distance(ex, metric)
         d = seen[key]

@@ -172,19 +172,20 @@ def drop_whole_blocks(blocks:Mapping, # block name -> patterns
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #ebaa5762
 def _select(scores:Mapping[str, float], coverage:float=0.9, threshold:float=None, max_n:int=None,
-            floor:float=0.0, near_tie_ratio:float=0.99, kind:str='target') -> list[str]:
+            floor:float=0.0, near_tie_ratio:float=0.99, kind:str='target', sizes:Mapping=None, max_members:int=None) -> list[str]:
     "The one picking rule, for targets and groups alike: a prefix of the ranking by descending score."
     order = sorted(scores, key=lambda k: -scores[k])  # stable: ties keep their order of first appearance
     budget = coverage * math.fsum(scores.values())
-    taken, mass = [], []
+    taken, mass, members = [], [], 0
     for k in order:
         s = scores[k]
         if max_n is not None and len(taken) >= max_n: break
+        if max_members is not None and members + (sizes or {}).get(k, 1) > max_members: break
         if s < floor: break
         if threshold is not None:
             if not s > threshold: break
         elif s <= 0 or math.fsum(mass + [s]) > budget: break  # zero-score targets carry no mass: never worth excluding
-        taken.append(k); mass.append(s)
+        taken.append(k); mass.append(s); members += (sizes or {}).get(k, 1)
     total = math.fsum(scores.values())
     if threshold is None and not taken and order and total > 0 and scores[order[0]] > budget and (max_n is None or max_n > 0) and scores[order[0]] >= floor:
         share = scores[order[0]] / total
@@ -208,6 +209,7 @@ def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity s
                       blocks:Mapping=None, # group name -> regex patterns over target names; first match wins
                       block_agg:str='sum', # group score: 'sum', 'max' or 'mean' of its members
                       max_nodes:int=None, # at most this many items (groups when `blocks` is set)
+                      max_float:float=None, # at most this share of the targets in float, counted in targets also with `blocks` (e.g. 0.2: >= 80% stay quantized)
                       min_score_floor:float=0.0, # never exclude an item scoring below this
                       near_tie_ratio:float=0.99, # warn when the first item left out scores >= this x the last one taken (None: never)
                      ) -> list[str]:
@@ -219,13 +221,16 @@ def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity s
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
     if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 0):
         raise ValueError(f"max_nodes must be a non-negative integer or None, got {max_nodes!r}")
+    if max_float is not None and not (isinstance(max_float, (int, float)) and 0 <= max_float <= 1):
+        raise ValueError(f"max_float must be a share of the targets in [0, 1] or None, got {max_float!r}")
     if near_tie_ratio is not None and not 0 <= near_tie_ratio <= 1:
         raise ValueError(f"near_tie_ratio must be in [0, 1] or None, got {near_tie_ratio!r}")
     _agg_fn(block_agg)
     groups = _assign_groups(list(scores), blocks)
     gscores = _aggregate_group_scores(scores, groups, block_agg)
+    cap = None if max_float is None else math.floor(max_float * len(scores) + 1e-9)
     picked = _select(gscores, coverage, threshold, max_nodes, min_score_floor, near_tie_ratio,
-                     kind='target' if blocks is None else 'block')
+                     kind='target' if blocks is None else 'block', sizes={g: len(m) for g, m in groups.items()}, max_members=cap)
     return [m for g in picked for m in groups[g]]
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #e81463a4
