@@ -27,7 +27,7 @@ __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'on
            'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization', 'calibrate_onnx',
            'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx', 'quantized_nodes',
            'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'pick_metric',
-           'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
+           'check_metric', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -389,6 +389,19 @@ def pick_metric(model:onnx.ModelProto, # the float model
         return 'mse', f"output {o.name!r} [N, {shape}] is not a distribution (a regression map, embeddings or a sequence of features): MSE"
     raise ValueError("the model has no float output to compare: pass metric= a function (outputs_float, outputs_quant) -> distance")
 
+def check_metric(metric, # a metric name (functions are the caller's business and pass)
+                 reference:list): # the float model's outputs on the calibration feeds (per batch, a list of outputs)
+    "Refuse a named metric that cannot apply to the model's first float output, with what to use instead (before any probe runs)."
+    if not isinstance(metric, str): return
+    outs = [np.concatenate([np.asarray(b[j]) for b in reference]) for j in range(len(reference[0]))]
+    a = next((o for o in outs if np.issubdtype(o.dtype, np.floating)), None)
+    if a is None: raise ValueError("the model has no float output to compare: pass metric= a function (outputs_float, outputs_quant) -> distance")
+    shape = 'x'.join(map(str, a.shape[1:])) or 'scalar'
+    if metric == 'kl_prob' and not _is_prob(a):
+        raise ValueError(f"metric 'kl_prob' needs probabilities (non-negative, summing to 1 over the last axis) but the output [N, {shape}] is not: use 'kl' for logits, 'mse' or 'cos' otherwise, or 'auto'")
+    if metric in ('kl', 'kl_prob') and (a.ndim < 2 or a.shape[-1] < 2):
+        raise ValueError(f"metric {metric!r} compares distributions over the last axis, but the output [N, {shape}] has one value there (every score would be 0): use 'mse' or 'auto'")
+
 # %% ../../nbs/sensitivity/01_onnx.ipynb #c5f09c76
 class OnnxSensitivity:
     "Per-node quantization sensitivity of an ONNX model: calibrate once, then quantize each node alone and measure the outputs."
@@ -424,7 +437,7 @@ class OnnxSensitivity:
         self.ranges = ranges
         self.reference = run_feeds(self.model, self.feeds, providers=providers)
         if isinstance(metric, str) and metric == 'auto': self.metric, self.metric_reason = pick_metric(self.model, self.reference)
-        else: self.metric, self.metric_reason = metric, 'given'
+        else: check_metric(metric, self.reference); self.metric, self.metric_reason = metric, 'given'
         self._base_qdq = _n_qdq(self.model)
 
     def targets(self) -> list[str]:
