@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'check_args', 'parse_blocks', 'metric_label', 'sensitivity',
-           'format_scores', 'print_scores', 'agreement', 'cmd_score', 'cmd_onnx', 'cmd_demo', 'get_parser', 'main']
+__all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'load_labels', 'check_args', 'parse_blocks', 'metric_label',
+           'sensitivity', 'format_scores', 'print_scores', 'agreement', 'cmd_score', 'cmd_onnx', 'cmd_demo',
+           'get_parser', 'main']
 
 # %% ../../nbs/cli/00_cli.ipynb #98270ce8
 class CLIError(Exception):
@@ -58,6 +59,21 @@ def load_calib(path, model) -> dict:
     if len(set(ns.values())) != 1 or None in ns.values() or 0 in ns.values():
         raise CLIError(f"calibration arrays need the same, non-zero number of samples (first dim); got {ns}")
     return arrays
+
+def load_labels(path, n:int) -> np.ndarray:
+    "Integer class labels of the `n` calibration samples from an `.npy` file (or an `.npz` holding one array), or a `CLIError` saying what is wrong."
+    p = _exists(path, 'labels file')
+    try:
+        f = np.load(p, allow_pickle=False)
+        if isinstance(f, np.ndarray): a = f
+        else:
+            with f: a = f[f.files[0]] if len(f.files) == 1 else None
+    except Exception as e: raise CLIError(f"{p} is not an .npy file of labels ({type(e).__name__}); save one with numpy.save(path, labels)") from None
+    if a is None: raise CLIError(f"{p} holds several arrays: save the labels alone, numpy.save(path, labels)")
+    a = np.asarray(a)
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer): raise CLIError(f"labels must be one integer class index per sample, got shape {list(a.shape)} of {a.dtype}")
+    if len(a) != n: raise CLIError(f"{len(a)} labels for {n} calibration samples: give one label per sample, in the same order")
+    return a
 
 def _positive(v, flag, zero_ok=False):
     if v is not None and (v < 0 or (v == 0 and not zero_ok)):
@@ -136,14 +152,18 @@ def metric_label(sens) -> str:
     return m if sens.metric_reason == 'given' else f"{m} (auto: {sens.metric_reason})"
 
 def sensitivity(args, model):
-    "Calibrate once and score every node of `args.model` (an `OnnxSensitivity` and its `Sensitivity`)."
+    "Calibrate once and score every node of `args.model` (an `OnnxSensitivity` and its `Sensitivity`); `--labels` are checked against the output before any probe."
     from fasterquant.sensitivity.onnx import OnnxSensitivity
     calib = load_calib(args.calib, model)
+    if getattr(args, 'labels', None): args.label_values = load_labels(args.labels, len(next(iter(calib.values()))))
     w, a = MODES[args.mode]
     with _quiet_ort():
         sens = OnnxSensitivity(args.model, calib, weight_type=w, activation_type=a, per_channel=not args.per_tensor,
                                calibrate_method=args.calibrate_method, batch_size=args.batch_size, n_batches=args.n_batches,
                                op_types_to_quantize=args.op_types, metric=args.metric)
+        if getattr(args, 'label_values', None) is not None:
+            out = np.asarray(sens.reference[0][0])
+            if out.ndim != 2 or out.shape[1] < 2: raise CLIError(f"--labels needs class scores [N, classes] as the model's first output, got [N, {'x'.join(map(str, out.shape[1:]))}]")
         for s in sens.steps: print(f"prepared: {s}", file=sys.stderr)
         print(f"metric: {metric_label(sens)}", file=sys.stderr)
         res = sens.score(progress=_progress(args))
@@ -197,8 +217,8 @@ def print_scores(res, blocks=None, excluded=None, top:int=30, file=None):
     for n, why in res.failed.items(): print(f"failed: {n}: {why}", file=file)
 
 # %% ../../nbs/cli/00_cli.ipynb #24076f55
-def agreement(sens, model) -> dict:
-    "Distance from the float outputs (the scorer's metric) and top-1 agreement (classifier outputs only) of `model` on `sens`'s calibration feeds."
+def agreement(sens, model, labels=None) -> dict:
+    "Distance from the float outputs (the scorer's metric), top-1 agreement (classifier outputs only) and, given `labels`, accuracy of `model` on `sens`'s calibration feeds."
     from fasterquant.onnx.runtime import run_feeds
     from fasterquant.core.metrics import output_distance
     outs = run_feeds(model, sens.feeds)
@@ -207,6 +227,7 @@ def agreement(sens, model) -> dict:
     new = [np.concatenate([np.asarray(b[j]) for b in outs]) for j in range(len(outs[0]))]
     agree = [float((r.argmax(-1) == o.argmax(-1)).mean()) for r, o in zip(ref, new) if r.ndim >= 2 and r.shape[-1] > 1 and np.issubdtype(r.dtype, np.floating)]
     if agree: res['top1'] = float(np.mean(agree))
+    if labels is not None: res['accuracy'] = float((new[0].argmax(-1) == labels[:len(new[0])]).mean())  # the feeds may drop a ragged tail
     return res
 
 # %% ../../nbs/cli/00_cli.ipynb #fa1753ff
@@ -269,22 +290,27 @@ def cmd_onnx(args):
             if v['excluded'] != excluded: print(f"  the search changed the pick: {len(v['excluded'])} nodes in float")
             excluded = v['excluded']
         sens.quantize(out, nodes_to_exclude=excluded)
-        rows = [('float', Path(args.model).stat().st_size, dict(distance=0.0, top1=1.0))]
+        labels = getattr(args, 'label_values', None)
+        base = dict(distance=0.0, top1=1.0)
+        if labels is not None: base['accuracy'] = agreement(sens, sens.model, labels)['accuracy']
+        rows = [('float', Path(args.model).stat().st_size, base)]
         if args.compare:
             import tempfile
             with tempfile.TemporaryDirectory(prefix='fq.cli.') as d:
                 allq = sens.quantize(Path(d)/'all.onnx')
-                rows.append(('all nodes quantized', allq.stat().st_size, agreement(sens, allq)))
-        rows.append((f"{len(excluded)} nodes in float -> {out.name}", out.stat().st_size, agreement(sens, out)))
+                rows.append(('all nodes quantized', allq.stat().st_size, agreement(sens, allq, labels)))
+        rows.append((f"{len(excluded)} nodes in float -> {out.name}", out.stat().st_size, agreement(sens, out, labels)))
     n = sum(len(next(iter(f.values()))) for f in sens.feeds)
     print(f"\n{args.mode} quantization (ONNX Runtime QDQ), compared with the float model on the {n} calibration samples:")
     w0 = max(len(r[0]) for r in rows)
     from fasterquant.core.metrics import metric_name
     dname = f"{metric_name(sens.metric)} vs float"
-    print(f"{'model'.ljust(w0)}  {'size':>10}  {dname:>14}  {'top-1 agreement':>15}")
+    acc = f"  {'accuracy (labels)':>17}" if labels is not None else ''
+    print(f"{'model'.ljust(w0)}  {'size':>10}  {dname:>14}  {'top-1 agreement':>15}{acc}")
     for name, size, a in rows:
         top1 = '-' if a['top1'] is None else f"{100*a['top1']:.2f}%"
-        print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['distance']:>14.4g}  {top1:>15}")
+        acc = f"  {100*a['accuracy']:>16.2f}%" if labels is not None else ''
+        print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['distance']:>14.4g}  {top1:>15}{acc}")
     print(f"wrote {out}")
     return 0
 
@@ -359,6 +385,7 @@ def get_parser() -> argparse.ArgumentParser:
     o.add_argument('--block-depth', type=int, metavar='N', help="module components naming a block with --blocks auto (default: the level where indexed siblings such as layer.0 ... layer.11 repeat; blocks from the graph when names carry no hierarchy)")
     o.add_argument('--block-agg', choices=['sum', 'max', 'mean'], default='sum', help="block score from its nodes' (default sum)")
     o.add_argument('--max-nodes', type=int, metavar='N', help="keep at most N nodes (blocks) in float")
+    o.add_argument('--labels', metavar='LABELS.npy', help="integer class labels of the calibration samples (numpy.save): the final table adds the accuracy")
     o.add_argument('--max-float', type=float, default=0.2, metavar='SHARE', help="keep at most this share of the scored nodes in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 1: no cap)")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
