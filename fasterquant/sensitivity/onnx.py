@@ -23,11 +23,11 @@ from ..onnx.runtime import run_feeds, ort_session
 from .picker import Sensitivity, names_to_patterns
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'onnx_inputs', 'FeedReader', 'get_quant_type',
-           'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization', 'calibrate_onnx',
-           'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx', 'quantized_nodes',
-           'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'pick_metric',
-           'check_metric', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'KEEP_ACTIVATIONS', 'onnx_inputs', 'FeedReader',
+           'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization',
+           'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx',
+           'quantized_nodes', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance',
+           'pick_metric', 'check_metric', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -264,6 +264,8 @@ def quantized_nodes(model:onnx.ModelProto, # the float model
     return {n.name for n in model.graph.node if n.op_type in ops and n.name not in ex and (not only or n.name in only)}
 
 _QDQ = ('QuantizeLinear', 'DequantizeLinear')
+# ORT removes a quantized Relu/Clip and lets its producer write the Relu's output name; a float reader of that name would get the values before the Relu
+KEEP_ACTIVATIONS = {'QDQKeepRemovableActivations': True}
 
 def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quantizer (changed in place)
                       quantized) -> int: # names of the nodes that are quantized
@@ -341,6 +343,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     nodes_to_exclude = list(nodes_to_exclude or [])
     if ranges is None and calib is None: raise ValueError("quantize_onnx needs calibration inputs (`calib`) or precomputed `ranges`")
     wt, at = get_quant_type(weight_type), get_quant_type(activation_type)
+    extra_options = {**KEEP_ACTIVATIONS, **(extra_options or {})}
     src = prepare_onnx(model, needed_opset(wt, at)) if prepare else _load_model(model)
     _check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
@@ -426,7 +429,7 @@ class OnnxSensitivity:
         self.source = model
         self.weight_type, self.activation_type = get_quant_type(weight_type), get_quant_type(activation_type)
         self.op_types = list(op_types_to_quantize or default_op_types())
-        self.extra_options = dict(extra_options or {})
+        self.extra_options = {**KEEP_ACTIVATIONS, **(extra_options or {})}
         self.steps = []
         self.model = prepare_onnx(model, needed_opset(self.weight_type, self.activation_type), self.steps)
         self.feeds = onnx_inputs(calib, self.model, batch_size, n_batches)
