@@ -19,7 +19,7 @@ from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_o
                                           kl_prob_distance, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
 from fasterquant.onnx.runtime import run_feeds
-from fasterquant.core.utils import atomic_path
+from results_io import add_results_args, write_results, rendered
 
 MODES = {'int8': dict(weight_type='int8', activation_type='int8', per_channel=True),
          'u8s8-per-tensor': dict(weight_type='int8', activation_type='uint8', per_channel=False),
@@ -43,13 +43,9 @@ def main():
     ap.add_argument('--coverage', type=float, default=0.9)
     ap.add_argument('--max-float', type=float, default=0.2, help="the default pick's cap on the share of targets in float (as `fasterquant onnx`)")
     ap.add_argument('--methods', nargs='+', default=['minmax', 'entropy', 'percentile'], help="activation calibration methods compared (w4a8: minmax only)")
-    ap.add_argument('--out', default=str(Path(__file__).parent/'results'/'real_onnx'))
-    ap.add_argument('--render', action='store_true', help="only write the .md again from the .json")
+    add_results_args(ap, 'real_onnx')
     a = ap.parse_args()
-    if a.render:
-        out = Path(a.out)
-        with atomic_path(out.with_suffix('.md')) as p: Path(p).write_text(markdown(json.loads(out.with_suffix('.json').read_text())))
-        return
+    if rendered(a, markdown): return
     logging.getLogger().setLevel(logging.ERROR); warnings.simplefilter('ignore')
     rec = rapidocr_model('PP-OCRv6_rec_small'); charset = ocr_charset(rec)
     words = random_words(a.n_calib + a.n_test, seed=0)
@@ -126,10 +122,7 @@ def main():
         res['modes'][mode] = dict(settings=kw, metric=f"{sens.metric} ({sens.metric_reason})", n_targets=len(sens.targets()), n_scored=len(sc.scores),
                                   n_failed=len(sc.failed), score_s=t_score, calibrate_s=t_cal, rows=rows, sweep=sweep, diagnosis=diag,
                                   blocks_dropped=dropped, verify_log=v['log'], all_targets_float_distance=all_float)
-    out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out.with_suffix('.json')) as p: Path(p).write_text(json.dumps(res, indent=1, default=str) + '\n')
-    with atomic_path(out.with_suffix('.md')) as p: Path(p).write_text(markdown(res))
-    print(f"wrote {out.with_suffix('.md')} and .json")
+    write_results(a.out, res, markdown)
 
 def findings(res) -> list[str]:
     "The reading, computed from the results (nothing typed in by hand)."

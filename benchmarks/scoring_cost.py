@@ -19,7 +19,7 @@ from onnxruntime.quantization.onnx_model import ONNXModel
 from fasterquant.sensitivity.onnx import OnnxSensitivity, ort_op_types, _quiet
 from fasterquant.onnx.runtime import ort_session, run_feeds
 from fasterquant.core.metrics import output_distance, get_metric
-from fasterquant.core.utils import atomic_path
+from results_io import add_results_args, write_results, rendered
 
 GATES, QDQ = 'fq_gates', ('QuantizeLinear', 'DequantizeLinear')
 
@@ -123,13 +123,9 @@ def markdown(res) -> str:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--probes', type=int, default=20); ap.add_argument('--repeats', type=int, default=3)
-    ap.add_argument('--out', default=str(Path(__file__).parent/'results'/'scoring_cost'))
-    ap.add_argument('--render', action='store_true', help="only write the .md again from the .json")
+    add_results_args(ap, 'scoring_cost')
     a = ap.parse_args()
-    if a.render:
-        out = Path(a.out)
-        with atomic_path(out.with_suffix('.md')) as p: Path(p).write_text(markdown(json.loads(out.with_suffix('.json').read_text())))
-        return
+    if rendered(a, markdown): return
     logging.getLogger().setLevel(logging.ERROR); warnings.simplefilter('ignore')
     from fasterquant.data.datasets import rapidocr_model, random_words, render_words, trained_model, load_data
     from fasterquant.onnx.export import export_float_onnx
@@ -143,9 +139,6 @@ def main():
         with _quiet(): s = OnnxSensitivity(p, data.x_train[:256].numpy(), op_types_to_quantize=ort_op_types())
         rows.append(bench('ViT (Fashion-MNIST, trained here), 256 images, every ORT op type', s, a.probes, a.repeats))
     res = dict(machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", rows=rows)
-    out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out.with_suffix('.json')) as p: Path(p).write_text(json.dumps(res, indent=1) + '\n')
-    with atomic_path(out.with_suffix('.md')) as p: Path(p).write_text(markdown(res))
-    print(f"wrote {out.with_suffix('.md')}")
+    write_results(a.out, res, markdown)
 
 if __name__ == '__main__': main()
