@@ -11,7 +11,7 @@ fasterquant's AdaRound against Qualcomm AIMET 2.42's, on the same model, the sam
 3. One ingredient at a time (ours with AIMET's learning rate, without BatchNorm folding, on AIMET's grid).
 
 Setup (once):  bash benchmarks/setup_aimet.sh        # bench_env/ with AIMET 2.42
-Run:           OMP_NUM_THREADS=1 nice python benchmarks/adaround_gap.py [--seeds 3] [--swap-seeds 1]
+Run:           OMP_NUM_THREADS=1 nice python benchmarks/adaround_gap.py [--seeds 3] [--swap-seeds 3]   # about 17 min on 2 shared cores (AIMET runs cached in --work)
 Writes benchmarks/results/adaround_gap.md and benchmarks/results/adaround_gap.json.
 """
 from __future__ import annotations
