@@ -13,7 +13,7 @@ from torch import nn, Tensor
 from fastcore.basics import store_attr
 from ..quantize.grid import QuantSpec
 from ..quantize.quantizer import Quantizer
-from .runtime import as_inputs, check_ort_int4, ort_session
+from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
 
 # %% auto #0
@@ -126,7 +126,8 @@ def weight_dq(name:str, # value name prefix for the new initializers
               out:str, # the value the node produces
               opset:int, # target opset
               transposed:bool=False, # write `q.T` (a 2-D weight read through `Transpose`, or by a `Gemm` with `transB=0`)
-              zero_point:bool=True): # write the zero point (always written when it is not all zeros)
+              zero_point:bool=True, # write the zero point (always written when it is not all zeros)
+              unsigned8:bool=False): # store symmetric int8 integers as uint8 + 128 with zero point 128 (the same values; exact where int8 products saturate)
     "Initializers (`q`, `scale`, `zero_point`) and the `DequantizeLinear` node reproducing `spec.dequantize()` exactly."
     if opset < spec.min_opset:
         raise ValueError(f"layer {name!r}: {spec.dtype} with granularity {spec.granularity} needs opset >= {spec.min_opset} (got {opset}): pass opset={spec.min_opset}")
@@ -135,6 +136,8 @@ def weight_dq(name:str, # value name prefix for the new initializers
     if transposed and q.ndim != 2: raise ValueError(f"layer {name!r}: only 2-D weights can be transposed")
     s = g.onnx_scale(spec.scale.detach().float().cpu().numpy(), transposed)
     zp = g.onnx_scale(spec.zero_point.cpu().numpy(), transposed)
+    if unsigned8 and npdt == np.int8 and not np.any(zp):
+        q, zp, npdt, zero_point = q.astype(np.int16) + 128, np.full_like(zp, 128), np.uint8, True
     inits = [numpy_helper.from_array(np.ascontiguousarray(q.T if transposed else q).astype(npdt), f"{name}.weight_quantized"),
              numpy_helper.from_array(np.ascontiguousarray(s, dtype=np.float32), f"{name}.weight_scale")]
     if zero_point or np.any(zp): inits.append(numpy_helper.from_array(np.ascontiguousarray(zp).astype(npdt), f"{name}.weight_zero_point"))
@@ -177,7 +180,8 @@ _BIAS_FLOAT_MAX = 2**22   # |b_q| below this: ONNX Runtime re-derives the int32 
 def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (not modified)
            quantizer:Quantizer, # holds the exact `specs`, the activation grids and the quantized biases
            opset:int=None, # the proto's opset (read from it by default)
-           compact:bool=True): # drop what the file does not need (see above)
+           compact:bool=True, # drop what the file does not need (see above)
+           unsigned8:bool=False): # int8 weights stored as uint8 + 128 (see `weight_dq`)
     "A copy of `proto` whose quantized weights (and biases) are `DequantizeLinear` of the exact integers, compacted."
     proto = copy.deepcopy(proto)
     opset = opset or next(o.version for o in proto.opset_import if o.domain in ('', 'ai.onnx'))
@@ -208,7 +212,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
             for r in readers: _set_attr(r, 'transB', 0)
         int_reader = any(r.op_type in ('Gemm', 'MatMul') and dq_in(r.input[0]) for r in readers)
         if value in ix.producer: drop.add(ix.producer[value])   # an Identity of a de-duplicated initializer
-        inits, node = weight_dq(name, sp, out, opset, transposed, zero_point=not compact or int_reader)
+        inits, node = weight_dq(name, sp, out, opset, transposed, zero_point=not compact or int_reader, unsigned8=unsigned8)
         new_inits += inits; dq_nodes.append(node); defined.add(out)
         weights[name] = (out, transposed, str(sp.dtype), TensorProto.DataType.Name(inits[0].data_type))
     for name in quantizer.specs:
@@ -392,9 +396,11 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
                      input_names=None, # ONNX input names (default 'input')
                      output_names=None, # ONNX output names (default 'output')
                      check_runtime:bool=True, # fail early if onnxruntime is too old for INT4
-                     compact:bool=True) -> Path: # the compact file (see `to_qdq`)
+                     compact:bool=True, # the compact file (see `to_qdq`)
+                     int8_weights:str='auto') -> Path: # 'int8', 'uint8' (+128, zero point 128: exact where int8 products saturate), or 'auto': 'uint8' for W8A8 when this machine's ORT saturates (`ort_int8_saturates`)
     "Write a QDQ ONNX model whose weights are exactly `q`'s integers and scales; returns the path."
     if not isinstance(q, Quantizer): raise TypeError(f"expected a Quantizer, got {type(q).__name__}")
+    if int8_weights not in ('auto', 'int8', 'uint8'): raise ValueError(f"int8_weights must be 'auto', 'int8' or 'uint8', got {int8_weights!r}")
     if not q.specs: raise ValueError("nothing is quantized yet: call `quantize_model()` before `export_onnx`")
     if any(p.is_meta for p in q.model.parameters()): raise ValueError("the model's parameters are on the meta device (no values): load its weights before exporting")
     bad = sorted({str(q.layers[n].weight.dtype).replace('torch.', '') for n in q.specs} - {'float32'})
@@ -410,7 +416,8 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
     path = Path(path)
     with atomic_path(path) as tmp:
         traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names)
-        proto = to_qdq(traced, q, opset, compact)
+        u8 = int8_weights == 'uint8' or (int8_weights == 'auto' and bool(q.act_quants) and ort_int8_saturates())
+        proto = to_qdq(traced, q, opset, compact, unsigned8=u8)
         meta = json.loads({p.key: p.value for p in proto.metadata_props}[META_KEY])
         helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props},
                                        META_KEY: json.dumps({**meta, 'f': _float_bytes(traced)}, separators=(',', ':'))})

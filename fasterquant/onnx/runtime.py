@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['MIN_ORT_INT4', 'check_ort_int4', 'ort_session', 'ort_optimized', 'op_counts', 'as_inputs', 'ort_run', 'run_feeds',
-           'ort_accuracy', 'ort_latency']
+__all__ = ['MIN_ORT_INT4', 'check_ort_int4', 'ort_session', 'ort_optimized', 'op_counts', 'ort_int8_saturates', 'as_inputs',
+           'ort_run', 'run_feeds', 'ort_accuracy', 'ort_latency']
 
 # %% ../../nbs/onnx/00_runtime.ipynb #8ffe0deb
 MIN_ORT_INT4 = (1, 19)
@@ -61,6 +61,29 @@ def ort_optimized(model, # an ONNX file path, a `ModelProto` or its serialized b
 def op_counts(proto) -> Counter:
     "How many nodes of each op type `proto` holds (contrib ops as `domain:op`, e.g. `com.microsoft:QLinearConv`)."
     return Counter(n.op_type if n.domain in ('', 'ai.onnx') else f"{n.domain}:{n.op_type}" for n in proto.graph.node)
+
+# %% ../../nbs/onnx/00_runtime.ipynb #0e130d3d
+_SATURATES = {}
+
+def ort_int8_saturates(providers:list=None) -> bool: # execution providers (default: CPU)
+    "Whether this machine's ONNX Runtime saturates `uint8 x int8` products in its fused integer kernels (x86 without VNNI); measured once per provider list."
+    key = tuple(providers or ['CPUExecutionProvider'])
+    if key in _SATURATES: return _SATURATES[key]
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    k = 64  # exact: 64 * 255 * 127 = 2,072,640; pairs saturating at 32,767 give about half
+    inits = [numpy_helper.from_array(np.array(1., np.float32), 'one'), numpy_helper.from_array(np.array(0, np.uint8), 'zu'),
+             numpy_helper.from_array(np.full((k, 8), 127, np.int8), 'w'), numpy_helper.from_array(np.array(0, np.int8), 'zs'),
+             numpy_helper.from_array(np.array(2.**14, np.float32), 'sy')]
+    nodes = [helper.make_node('QuantizeLinear', ['x', 'one', 'zu'], ['xq']), helper.make_node('DequantizeLinear', ['xq', 'one', 'zu'], ['xd']),
+             helper.make_node('DequantizeLinear', ['w', 'one', 'zs'], ['wd']), helper.make_node('MatMul', ['xd', 'wd'], ['y']),
+             helper.make_node('QuantizeLinear', ['y', 'sy', 'zu'], ['yq']), helper.make_node('DequantizeLinear', ['yq', 'sy', 'zu'], ['out'])]
+    g = helper.make_graph(nodes, 'saturation', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [16, k])],
+                          [helper.make_tensor_value_info('out', TensorProto.FLOAT, [16, 8])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    out = ort_session(m, providers=providers).run(None, {'x': np.full((16, k), 255., np.float32)})[0]
+    _SATURATES[key] = bool(np.abs(out - np.round(k * 255 * 127 / 2**14) * 2**14).max() > 0)
+    return _SATURATES[key]
 
 # %% ../../nbs/onnx/00_runtime.ipynb #cb39ba24
 def as_inputs(sample) -> tuple:

@@ -305,7 +305,7 @@ class Quantizer:
                     sample, # an example input (a tensor, or a tuple of tensors); its batch dim stays dynamic
                     path, # where to write the `.onnx` file (atomically: no file on error)
                     opset:int=None, # ONNX opset: default the lowest that holds the formats, at least 17
-                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `input_names`, `output_names`, `check_runtime`
+                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `input_names`, `output_names`, `check_runtime`, `int8_weights`
         "Write a QDQ ONNX model whose weights are exactly this Quantizer's integers and scales; returns the path."
         from fasterquant.onnx.export import export_quantizer
         return export_quantizer(self, sample, path, opset=opset, **kwargs)
