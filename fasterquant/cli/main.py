@@ -227,8 +227,12 @@ def agreement(sens, model, labels=None) -> dict:
     new = [np.concatenate([np.asarray(b[j]) for b in outs]) for j in range(len(outs[0]))]
     agree = [float((r.argmax(-1) == o.argmax(-1)).mean()) for r, o in zip(ref, new) if r.ndim >= 2 and r.shape[-1] > 1 and np.issubdtype(r.dtype, np.floating)]
     if agree: res['top1'] = float(np.mean(agree))
-    if labels is not None: res['accuracy'] = float((new[0].argmax(-1) == labels[:len(new[0])]).mean())  # the feeds may drop a ragged tail
+    if labels is not None: res['accuracy'] = _accuracy(new[0], labels)
     return res
+
+def _accuracy(scores:np.ndarray, labels:np.ndarray) -> float:
+    "Top-1 accuracy of class scores `[N, classes]` against the first N labels (the feeds may drop a ragged tail)."
+    return float((scores.argmax(-1) == labels[:len(scores)]).mean())
 
 # %% ../../nbs/cli/00_cli.ipynb #fa1753ff
 def _write(text:str, path=None):
@@ -292,7 +296,7 @@ def cmd_onnx(args):
         sens.quantize(out, nodes_to_exclude=excluded)
         labels = getattr(args, 'label_values', None)
         base = dict(distance=0.0, top1=1.0)
-        if labels is not None: base['accuracy'] = agreement(sens, sens.model, labels)['accuracy']
+        if labels is not None: base['accuracy'] = _accuracy(np.concatenate([np.asarray(b[0]) for b in sens.reference]), labels)  # the float outputs are at hand
         rows = [('float', Path(args.model).stat().st_size, base)]
         if args.compare:
             import tempfile

@@ -20,7 +20,7 @@ from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
 from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric
 from ..onnx.runtime import run_feeds, ort_session
-from .picker import Sensitivity, names_to_patterns
+from .picker import Sensitivity, names_to_patterns, float_cap
 
 # %% auto #0
 __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'KEEP_ACTIVATIONS', 'onnx_inputs', 'FeedReader',
@@ -348,14 +348,13 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     _check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
     if ranges is None: ranges = calibrate_onnx(src, onnx_inputs(calib, src, batch_size), op_types, calibrate_method, extra_options)  # our calibration defaults
-    method, reader = ranges.calibration_method, None
     with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
-        d = Path(d); cache = None
-        if ranges is not None: cache = d/'ranges.json'; save_tensors_data(ranges, cache)
+        d = Path(d); cache = d/'ranges.json'
+        save_tensors_data(ranges, cache)  # quantize_static reads our ranges back instead of calibrating again
         _save(src, d/'model.onnx')  # ORT writes `<stem>-inferred.onnx` beside its input: only ever beside our copy
         with _in_dir(d):
-            quantize_static(d/'model.onnx', d/'q.onnx', reader, quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                            weight_type=wt, activation_type=at, calibrate_method=method, op_types_to_quantize=op_types,
+            quantize_static(d/'model.onnx', d/'q.onnx', None, quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                            weight_type=wt, activation_type=at, calibrate_method=ranges.calibration_method, op_types_to_quantize=op_types,
                             nodes_to_exclude=nodes_to_exclude, extra_options=extra_options, calibration_cache_path=cache, **kwargs)
         q = onnx.load(str(d/'q.onnx'))
     if float_inputs: float_reads_float(q, quantized_nodes(src, op_types, kwargs.get('nodes_to_quantize'), nodes_to_exclude))
@@ -376,12 +375,15 @@ register_metric('kl_prob', kl_prob_distance)
 def _is_prob(a:np.ndarray, tol:float=1e-3) -> bool:
     return a.ndim >= 2 and a.shape[-1] > 1 and a.min() >= -tol and a.max() <= 1 + tol and np.abs(a.sum(-1) - 1).max() < 100 * tol
 
+def _stacked(reference:list) -> list:
+    "Per-batch output lists as one array per output, the batches concatenated."
+    return [np.concatenate([np.asarray(b[j]) for b in reference]) for j in range(len(reference[0]))]
+
 def pick_metric(model:onnx.ModelProto, # the float model
                 reference:list) -> tuple[str, str]: # its outputs on the calibration feeds (per batch, a list of outputs)
     "The metric that fits the model's first float output, and why: probabilities -> 'kl_prob', class logits -> 'kl', anything else -> 'mse'."
     prod = {o: n.op_type for n in model.graph.node for o in n.output}
-    for j, o in enumerate(model.graph.output):
-        a = np.concatenate([np.asarray(b[j]) for b in reference])
+    for o, a in zip(model.graph.output, _stacked(reference)):
         if not np.issubdtype(a.dtype, np.floating): continue
         shape = 'x'.join(map(str, a.shape[1:]))
         pos = f", per position over {a.shape[1]} positions" if a.ndim == 3 else ''
@@ -396,8 +398,7 @@ def check_metric(metric, # a metric name (functions are the caller's business an
                  reference:list): # the float model's outputs on the calibration feeds (per batch, a list of outputs)
     "Refuse a named metric that cannot apply to the model's first float output, with what to use instead (before any probe runs)."
     if not isinstance(metric, str): return
-    outs = [np.concatenate([np.asarray(b[j]) for b in reference]) for j in range(len(reference[0]))]
-    a = next((o for o in outs if np.issubdtype(o.dtype, np.floating)), None)
+    a = next((o for o in _stacked(reference) if np.issubdtype(o.dtype, np.floating)), None)
     if a is None: raise ValueError("the model has no float output to compare: pass metric= a function (outputs_float, outputs_quant) -> distance")
     shape = 'x'.join(map(str, a.shape[1:])) or 'scalar'
     if metric == 'kl_prob' and not _is_prob(a):
@@ -536,7 +537,7 @@ def verified(self:OnnxSensitivity,
     best, d_best, n = excluded, d, 0
     if d < d_all or not excluded: return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=False, log=log)
     ranking = [r for r in (ranking or excluded) if r]
-    cap = len(ranking) if max_float is None else math.floor(max_float * len(ranking) + 1e-9)
+    cap = len(ranking) if max_float is None else float_cap(max_float, len(ranking))
     while n < max_evals and time.perf_counter() - t0 < time_budget:
         cut = set(best)
         adds = [r for r in ranking if r not in cut][:window] if len(best) < cap else []

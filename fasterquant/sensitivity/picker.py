@@ -11,8 +11,8 @@ from ..core.registry import AxisRegistry
 
 # %% auto #0
 __all__ = ['BLOCK_AGGS', 'anchored', 'names_to_patterns', 'names_regex', 'module_path', 'blocks_from_names', 'NearTieWarning',
-           'NothingExcludedWarning', 'available_block_aggs', 'repeat_depth', 'drop_whole_blocks', 'suggest_exclusion',
-           'summarize_exclusion', 'Sensitivity']
+           'NothingExcludedWarning', 'available_block_aggs', 'repeat_depth', 'drop_whole_blocks', 'float_cap',
+           'suggest_exclusion', 'summarize_exclusion', 'Sensitivity']
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #89ac59f7
 def anchored(name:str) -> str:
@@ -202,6 +202,11 @@ def _select(scores:Mapping[str, float], coverage:float=0.9, threshold:float=None
     return taken
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #809ca7b6
+def float_cap(share:float, # the share of the targets allowed in float (`max_float`)
+              n:int) -> int: # how many targets there are
+    "How many of `n` targets a `max_float` share lets stay in float (rounded down)."
+    return math.floor(share * n + 1e-9)
+
 def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity score (>= 0; higher = more fragile)
                       coverage:float=0.90, # fraction of the total score mass to keep in float (coverage mode)
                       *,
@@ -228,7 +233,7 @@ def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity s
     _agg_fn(block_agg)
     groups = _assign_groups(list(scores), blocks)
     gscores = _aggregate_group_scores(scores, groups, block_agg)
-    cap = None if max_float is None else math.floor(max_float * len(scores) + 1e-9)
+    cap = None if max_float is None else float_cap(max_float, len(scores))
     picked = _select(gscores, coverage, threshold, max_nodes, min_score_floor, near_tie_ratio,
                      kind='target' if blocks is None else 'block', sizes={g: len(m) for g, m in groups.items()}, max_members=cap)
     return [m for g in picked for m in groups[g]]
