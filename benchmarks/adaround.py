@@ -166,7 +166,8 @@ def methods_for(name, a):
                        ('fasterquant AdaRound', bits, lambda s: AdaRound(iters=a.iters, bs=a.bs, seed=s, **eng)),
                        (f'fasterquant AdaRound fast ({a.fast_iters} it, lr {a.fast_lr})', bits,
                         lambda s: AdaRound(iters=a.fast_iters, lr=a.fast_lr, bs=a.bs, seed=s, **eng)),
-                       ('fasterquant AdaRound blocks (BRECQ)', bits, lambda s: AdaRound(iters=a.iters, bs=a.bs, seed=s, blocks='auto', **eng))]
+                       ('fasterquant AdaRound blocks (BRECQ)', bits, lambda s: AdaRound(iters=a.iters, bs=a.bs, seed=s, blocks='auto', **eng)),
+                       ('fasterquant AdaRound, own outputs (Gram)', bits, lambda s: AdaRound(iters=a.iters, bs=a.bs, seed=s, through_act=False, **eng))]
     bits = [int(b) for b in a.w_bits.split(',')]
     if name == 'effnet_lite0_fmnist': return [m for m in ms(4) if 'blocks' not in m[0]]   # 50 layers: W4, the target
     if name == 'timm_resnet18_fmnist':   # 11M parameters: W4 without blocks; W3 with GPTQ and blocks when asked (--w-bits 4,3)

@@ -11,13 +11,14 @@ from .dtype import QDtype, get_dtype
 from .grid import round_half_even, QuantSpec
 from .criteria import register_criteria
 from .schedule import Schedule, linear
-from .layerwise import LayerwiseCriteria, LayerJob, BlockJob, run_blockwise, recon_loss, ENGINE_DEFAULTS, check_int, check_pos
+from .layerwise import (LayerwiseCriteria, LayerJob, BlockJob, run_layerwise, run_blockwise, recon_loss, ENGINE_DEFAULTS, check_int, check_pos,
+                        QuadraticRecon, layer_rows, ROW_LAYERS)
 
 from .quantizer import Quantizer
 
 # %% auto #0
-__all__ = ['ZETA', 'GAMMA', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'reconstruct', 'AdaRound',
-           'adaround_quantize']
+__all__ = ['ZETA', 'GAMMA', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'gram_pays', 'reconstruct',
+           'AdaRound', 'adaround_quantize']
 
 # %% ../../nbs/quantize/09_adaround.ipynb #42078bed
 ZETA, GAMMA = 1.1, -0.1
@@ -90,6 +91,17 @@ def _adam(ps, lr):
     try: return torch.optim.Adam(ps, lr=lr, fused=True)  # one pass over the variables per step
     except (RuntimeError, TypeError): return torch.optim.Adam(ps, lr=lr)
 
+def gram_pays(job:LayerJob, # a layer whose target is its own output
+              iters:int, # iterations to run
+              bs:int) -> bool: # minibatch size of the alternative
+    "Whether building `QuadraticRecon` once and iterating on it costs fewer multiply-adds than `iters` minibatches of `bs` samples."
+    r = layer_rows(job.layer, job.x[:1].float())
+    g, c, per = r.shape[0], r.shape[1], r.shape[2]   # groups, columns per group, rows per sample
+    out, n = job.weight.shape[0], len(job)
+    build = n * per * c * (g * c + out)              # H and D over every sample
+    gram, minibatch = out * c * c, 3 * min(bs, n) * per * out * c  # per iteration: ΔW·H; forward + weight gradient + elementwise
+    return build + iters * gram < iters * minibatch
+
 def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `BlockJob` (a block of layers, see `run_blockwise`)
                 rounding, # the layer's `SoftRounding`, or for a block {relative layer name: SoftRounding}; optimised in place
                 iters:int=500, # maximum number of iterations
@@ -99,7 +111,8 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
                 beta=(20., 2.), # annealed regulariser exponent
                 warmup:float=0.2, # fraction of iterations without the regulariser
                 tol:float=0., # decisions count as settled once h <= tol or h >= 1 - tol
-                check_every:int=25) -> dict: # check for settled decisions every this many iterations
+                check_every:int=25, # check for settled decisions every this many iterations
+                solver:str='auto') -> dict: # a layer whose target is its own output: 'auto' | 'gram' (`QuadraticRecon`) | 'minibatch'
     "Learn the rounding so the layer's output (through `job.post`), or the block's, matches `job.y`; returns a dict of statistics."
     block = isinstance(rounding, dict)
     srs = rounding if block else {'': rounding}
@@ -109,12 +122,18 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
     bs = min(bs, n)
     idx0 = slice(0, max(bs, min(n, 256)))
     undecided = lambda: sum(sr.n_undecided(tol) for sr in srs.values())
-    stats = dict(iters=0, settled=False)
-    with torch.no_grad(): stats['rec_start'] = float(job.loss(idx0, weights(lambda r, sr: sr.soft_weight())))
+    quad = None
+    if not block and solver != 'minibatch' and job.own_output and type(job.layer) in ROW_LAYERS and (solver == 'gram' or gram_pays(job, iters, bs)):
+        quad = QuadraticRecon(job)
+    rec_of = (lambda w: quad(w)[0]) if quad is not None else (lambda w: job.loss(idx0, w))  # the Gram form: every sample, exactly
+    stats = dict(iters=0, settled=False, solver='gram' if quad is not None else 'minibatch')
+    with torch.no_grad(): stats['rec_start'] = float(rec_of(weights(lambda r, sr: sr.soft_weight())))
     bar = job.iterations(iters)
     for it in bar:
-        k = int(torch.randint(n - bs + 1, (1,), generator=job.generator))
-        win, b = slice(k, k + bs), bsched(it / iters)   # a window of the shuffled cache: a view, no gather
+        b = bsched(it / iters)
+        if quad is None:
+            k = int(torch.randint(n - bs + 1, (1,), generator=job.generator))
+            win = slice(k, k + bs)   # a window of the shuffled cache: a view, no gather
         if block:
             rec = job.loss(win, weights(lambda r, sr: sr.soft_weight()))
             loss = rec if b is None else rec + reg * sum(sr.reg(b) for sr in srs.values())
@@ -124,9 +143,11 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
             with torch.no_grad():
                 sig = torch.sigmoid(sr.v)
                 w = sr.soft_weight((sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1))
-            w.requires_grad_(True)
-            rec = job.loss(win, w)
-            gw, = torch.autograd.grad(rec, w)
+            if quad is not None: rec, gw = quad(w)
+            else:
+                w.requires_grad_(True)
+                rec = job.loss(win, w)
+                gw, = torch.autograd.grad(rec, w)
             sr.v.grad = sr.grad_v(gw, b, reg, sig)
         opt.step()
         stats['iters'] = it + 1
@@ -136,33 +157,39 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
             if und == 0: stats['settled'] = True; break
     stats['undecided'] = undecided()
     with torch.no_grad():
-        stats['rec_end'] = float(job.loss(idx0, weights(lambda r, sr: sr.soft_weight((sr.v >= 0).float()))))
-        stats['rec_rtn'] = float(job.loss(idx0, weights(lambda r, sr: rtn[r].dequantize().to(sr.w0.device))))
+        stats['rec_end'] = float(rec_of(weights(lambda r, sr: sr.soft_weight((sr.v >= 0).float()))))
+        stats['rec_rtn'] = float(rec_of(weights(lambda r, sr: rtn[r].dequantize().to(sr.w0.device))))
     return stats
 
 
 # %% ../../nbs/quantize/09_adaround.ipynb #f7e744fa
-_RECON_ARGS = ('iters', 'bs', 'lr', 'reg', 'beta', 'warmup', 'tol', 'check_every')
+_RECON_ARGS = ('iters', 'bs', 'lr', 'reg', 'beta', 'warmup', 'tol', 'check_every', 'solver')
 
 class AdaRound(LayerwiseCriteria):
     "Learned rounding (Nagel et al. 2020) on the grid of `scale`, layer by layer on calibration data."
     name = 'adaround'
-    layer_defaults = dict(iters=500, bs=32, lr=2e-2, reg=0.01, beta=(20., 2.), warmup=0.2, tol=0., check_every=25, blocks=None)
+    layer_defaults = dict(iters=500, bs=32, lr=2e-2, reg=0.01, beta=(20., 2.), warmup=0.2, tol=0., check_every=25, blocks=None,
+                          through_act=True, solver='auto')
     def __init__(self,
                  scale='mse', # scale method of the base grid: 'mse' | 'minmax' | 'percentile' | a `ScaleMethod`
-                 **kwargs): # iters, bs, lr, reg, beta, warmup, tol, check_every, blocks (None, 'auto' or module names: BRECQ); and the engine's n_samples, max_mem, seed, progress, mode, num_threads
+                 **kwargs): # iters, bs, lr, reg, beta, warmup, tol, check_every, blocks (None, 'auto' or module names: BRECQ), through_act, solver; and the engine's n_samples, max_mem, seed, progress, mode, num_threads
         super().__init__(scale, **kwargs)
-    def __repr__(self): return f"adaround({self.scale}{', blocks' if self.defaults['blocks'] else ''})"
+    def __repr__(self):
+        d = self.defaults
+        return f"adaround({self.scale}{', blocks' if d['blocks'] else ''}{', own output' if not d['through_act'] else ''})"
     def validate(self, p):
         check_int(p, 'iters'); check_int(p, 'bs'); check_int(p, 'check_every'); check_pos(p, 'lr')
         if not (0 <= p['warmup'] < 1): raise ValueError(f"warmup must be in [0, 1), got {p['warmup']!r}")
         if not (p['reg'] >= 0 and 0 <= p['tol'] < 0.5): raise ValueError(f"reg must be >= 0 and tol in [0, 0.5), got {p['reg']!r}, {p['tol']!r}")
+        if p['solver'] not in ('auto', 'gram', 'minibatch'): raise ValueError(f"solver must be 'auto', 'gram' or 'minibatch', got {p['solver']!r}")
+        if not isinstance(p['through_act'], bool): raise ValueError(f"through_act must be True or False, got {p['through_act']!r}")
         b = p['blocks']
         if not (b is None or b == 'auto' or (isinstance(b, (list, tuple)) and all(isinstance(s, str) for s in b))):
             raise ValueError(f"blocks must be None (layer by layer), 'auto' or a list of module names, got {b!r}")
     def walk(self, quantizer, calib, p:dict) -> str:
         "Layer by layer, or block by block with `blocks` (the engine's block walk); returns the path that ran."
-        if p['blocks'] is None: return super().walk(quantizer, calib, p)
+        if p['blocks'] is None:
+            return run_layerwise(quantizer, calib, lambda job: self._fit_one(job, p), act=p['through_act'], **{k: p[k] for k in ENGINE_DEFAULTS})
         split = run_blockwise(quantizer, calib, lambda job: self._fit_block(job, p), p['blocks'],
                               **{k: p[k] for k in ENGINE_DEFAULTS if k != 'mode'})
         return 'blocks' + (f" (split into layers: {', '.join(split)})" if split else '')

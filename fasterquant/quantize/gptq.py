@@ -9,56 +9,19 @@ from torch import nn, Tensor
 import torch.nn.functional as F
 from .grid import quantize, QuantSpec
 from .criteria import register_criteria
-from .layerwise import LayerwiseCriteria, LayerJob, check_int
+from .layerwise import LayerwiseCriteria, LayerJob, check_int, layer_rows, row_chunks, ROW_LAYERS
 
 # %% auto #0
-__all__ = ['GPTQ_LAYERS', 'layer_rows', 'input_hessian', 'gptq_round', 'GPTQ']
+__all__ = ['GPTQ_LAYERS', 'input_hessian', 'gptq_round', 'GPTQ']
 
 # %% ../../nbs/quantize/10_gptq.ipynb #af1795f0
-def _conv2d_view(layer:nn.Module):
-    "`(to_4d, kernel, stride, padding, dilation)` of a Conv1d/Conv2d, the 1-d case as a 2-d one of height 1."
-    if isinstance(layer, nn.Conv1d):
-        one = lambda t: (1, t[0])
-        return (lambda x: x.unsqueeze(-2)), one(layer.kernel_size), one(layer.stride), layer.padding, one(layer.dilation)
-    return (lambda x: x), layer.kernel_size, layer.stride, layer.padding, layer.dilation
-
-def _pad_input(layer, x, kernel, dilation, padding):
-    "`x` padded as `layer` pads it (zeros, reflect, replicate, circular; 'same' and 'valid' included); returns the padded input."
-    nd = len(kernel)
-    if isinstance(padding, str):
-        if padding == 'valid': return x
-        tot = [d * (k - 1) for k, d in zip(kernel, dilation)]
-        pads = [p for t in reversed(tot) for p in (t // 2, t - t // 2)]
-    else:
-        padding = (0, padding[0]) if isinstance(layer, nn.Conv1d) else padding
-        pads = [p for q in reversed(padding[-nd:]) for p in (q, q)]
-    if not any(pads): return x
-    mode = layer.padding_mode
-    return F.pad(x, pads, mode='constant' if mode == 'zeros' else mode)
-
-def layer_rows(layer:nn.Module, # a Linear, Conv1d or Conv2d
-               x:Tensor) -> Tensor: # a batch of the layer's inputs
-    "The rows the layer's weight multiplies, as `[groups, columns, n_rows]` (patches for a convolution)."
-    if isinstance(layer, nn.Linear): return x.reshape(-1, x.shape[-1]).T.unsqueeze(0)
-    to4, k, s, p, d = _conv2d_view(layer)
-    x = _pad_input(layer, to4(x), k, d, p)
-    cols = F.unfold(x, k, dilation=d, padding=0, stride=s)   # [N, C*kh*kw, L], channel-major as the weight
-    g = layer.groups
-    n, c, l = cols.shape
-    return cols.reshape(n, g, c // g, l).permute(1, 2, 0, 3).reshape(g, c // g, n * l)
-
-GPTQ_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d)
+GPTQ_LAYERS = ROW_LAYERS
 
 def input_hessian(job:LayerJob, # the layer and its cached inputs (from the quantized network)
                   max_chunk:float=64e6) -> Tensor: # bytes of patches unfolded at once
     "`H = 2/n Σ x xᵀ` over the rows of the cached inputs, `[groups, columns, columns]`, in float32 on the inputs' device."
-    x = job.x
-    probe = layer_rows(job.layer, x[:1].float())
-    per = max(probe.numel() * 4, 1)
-    step = max(1, int(max_chunk // per))
     H, n = None, 0
-    for i in range(0, len(x), step):
-        r = layer_rows(job.layer, x[i:i + step].float())
+    for _, r in row_chunks(job.layer, job.x, max_chunk):
         h = torch.bmm(r, r.transpose(1, 2))
         H = h if H is None else H.add_(h)
         n += r.shape[-1]

@@ -19,8 +19,9 @@ from ..core.calib import calib_batches, CALIB_HELP
 from ..core.utils import run_model, model_device
 
 # %% auto #0
-__all__ = ['ENGINE_DEFAULTS', 'recon_loss', 'ReconJob', 'LayerJob', 'post_chain', 'run_layerwise', 'check_int', 'check_pos',
-           'LayerwiseCriteria', 'auto_blocks', 'BlockJob', 'run_blockwise']
+__all__ = ['ROW_LAYERS', 'ENGINE_DEFAULTS', 'recon_loss', 'ReconJob', 'LayerJob', 'post_chain', 'layer_rows', 'row_chunks',
+           'out_rows', 'QuadraticRecon', 'run_layerwise', 'check_int', 'check_pos', 'LayerwiseCriteria', 'auto_blocks',
+           'BlockJob', 'run_blockwise']
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #ef1ee1d1
 def recon_loss(out:Tensor, target:Tensor, dim:int=1) -> Tensor:
@@ -58,10 +59,11 @@ class LayerJob(ReconJob):
                  weight:Tensor, # its float weight
                  x:Tensor, # cached inputs [N, ...] from the quantized network, samples in random order
                  y:Tensor, # targets [N, ...]: the float network's output after `post`, in the same order
-                 post=None, # callable continuing the layer output (batch norm, activation), or None
+                 post=None, # callable continuing the layer output (batch norm, activation), or None: the target is the layer's own output
                  generator=None, # random generator for minibatches
                  bar=None): # parent fastprogress bar
         store_attr()
+        self.own_output = post is None  # the loss is then quadratic in the weight (`QuadraticRecon`)
         self.post = post or (lambda t: t)
         self._fwd = _weight_fn(layer)
         self.channel_dim = -1 if isinstance(layer, nn.Linear) else 1
@@ -94,16 +96,100 @@ def _post_kind(u:fx.Node, src:fx.Node, model:nn.Module):
     if u.op == 'call_method' and u.target in _ACT_METHODS: return 'act'
     return None
 
-def post_chain(node:fx.Node, model:nn.Module) -> list:
+def post_chain(node:fx.Node, # a quantized layer's node in the traced graph
+               model:nn.Module, # the traced model
+               act:bool=True) -> list: # include the activation (False: stop before it)
     "The nodes after layer `node` that its reconstruction target includes: batch norms etc., up to and including one activation."
     chain, n = [], node
     while len(n.users) == 1:
         u = next(iter(n.users))
         kind = _post_kind(u, n, model)
-        if kind is None: break
+        if kind is None or (kind == 'act' and not act): break
         chain.append(u); n = u
         if kind == 'act': break
     return chain
+
+_NOOP_MODULES = (nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d)  # the identity in eval mode (a folded BatchNorm is an Identity)
+
+def _is_noop(chain, model) -> bool:
+    "Whether a post chain computes the identity in eval mode: the target is then the layer's own output."
+    return all(u.op == 'call_module' and isinstance(model.get_submodule(u.target), _NOOP_MODULES) for u in chain)
+
+# %% ../../nbs/quantize/08_layerwise.ipynb #b2a6cf9b
+def _conv2d_view(layer:nn.Module):
+    "`(to_4d, kernel, stride, padding, dilation)` of a Conv1d/Conv2d, the 1-d case as a 2-d one of height 1."
+    if isinstance(layer, nn.Conv1d):
+        one = lambda t: (1, t[0])
+        return (lambda x: x.unsqueeze(-2)), one(layer.kernel_size), one(layer.stride), layer.padding, one(layer.dilation)
+    return (lambda x: x), layer.kernel_size, layer.stride, layer.padding, layer.dilation
+
+def _pad_input(layer, x, kernel, dilation, padding):
+    "`x` padded as `layer` pads it (zeros, reflect, replicate, circular; 'same' and 'valid' included); returns the padded input."
+    nd = len(kernel)
+    if isinstance(padding, str):
+        if padding == 'valid': return x
+        tot = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        pads = [p for t in reversed(tot) for p in (t // 2, t - t // 2)]
+    else:
+        padding = (0, padding[0]) if isinstance(layer, nn.Conv1d) else padding
+        pads = [p for q in reversed(padding[-nd:]) for p in (q, q)]
+    if not any(pads): return x
+    mode = layer.padding_mode
+    return F.pad(x, pads, mode='constant' if mode == 'zeros' else mode)
+
+def layer_rows(layer:nn.Module, # a Linear, Conv1d or Conv2d
+               x:Tensor) -> Tensor: # a batch of the layer's inputs
+    "The rows the layer's weight multiplies, as `[groups, columns, n_rows]` (patches for a convolution)."
+    if isinstance(layer, nn.Linear): return x.reshape(-1, x.shape[-1]).T.unsqueeze(0)
+    to4, k, s, p, d = _conv2d_view(layer)
+    x = _pad_input(layer, to4(x), k, d, p)
+    cols = F.unfold(x, k, dilation=d, padding=0, stride=s)   # [N, C*kh*kw, L], channel-major as the weight
+    g = layer.groups
+    n, c, l = cols.shape
+    return cols.reshape(n, g, c // g, l).permute(1, 2, 0, 3).reshape(g, c // g, n * l)
+
+ROW_LAYERS = (nn.Linear, nn.Conv1d, nn.Conv2d)  # the layer types `layer_rows` unfolds
+
+def row_chunks(layer:nn.Module, # a Linear, Conv1d or Conv2d
+               x:Tensor, # its cached inputs [N, ...]
+               max_chunk:float=64e6): # bytes of rows unfolded at once
+    "`(samples, rows)` over `x` a chunk of samples at a time: the slice and its `layer_rows` in float32."
+    per = max(layer_rows(layer, x[:1].float()).numel() * 4, 1)
+    step = max(1, int(max_chunk // per))
+    for i in range(0, len(x), step): yield slice(i, i + step), layer_rows(layer, x[i:i + step].float())
+
+def out_rows(layer:nn.Module, # a Linear, Conv1d or Conv2d
+             y:Tensor) -> Tensor: # its outputs [N, ...]
+    "The outputs as `[groups, rows per group, n_rows]`, in the row order of `layer_rows`."
+    if isinstance(layer, nn.Linear): return y.reshape(-1, y.shape[-1]).T.unsqueeze(0)
+    n, o, g = y.shape[0], y.shape[1], layer.groups
+    return y.reshape(n, g, o // g, -1).permute(1, 2, 0, 3).reshape(g, o // g, -1)
+
+class QuadraticRecon:
+    "A layer's `recon_loss` on all its cached samples as a quadratic form in its weight: `loss(W̃) = Σ ΔW·H·ΔWᵀ + 2 Σ ΔW·D + r2`."
+    def __init__(self,
+                 job:LayerJob, # a layer (Linear/Conv1d/Conv2d) whose target is its own output (`job.own_output`)
+                 max_chunk:float=64e6): # bytes of rows unfolded at once
+        layer, self.shape = job.layer, job.weight.shape
+        if not (job.own_output and type(layer) in ROW_LAYERS):
+            raise ValueError(f"{job.name}: the loss is quadratic only for a Linear/Conv1d/Conv2d whose target is its own output")
+        g = getattr(layer, 'groups', 1)
+        self.W = job.weight.detach().float().reshape(g, self.shape[0] // g, -1)
+        b = 0. if layer.bias is None else layer.bias.detach().float().reshape(g, -1, 1)
+        H = D = None; r2, m = 0., 0
+        for sl, r in row_chunks(layer, job.x, max_chunk):
+            e = torch.bmm(self.W, r).add_(b).sub_(out_rows(layer, job.y[sl].float()))  # what the quantized inputs alone cost
+            rt = r.transpose(1, 2)
+            h, d = torch.bmm(r, rt), torch.bmm(e, rt)
+            H = h if H is None else H.add_(h)
+            D = d if D is None else D.add_(d)
+            r2 += float(e.double().pow(2).sum()); m += r.shape[-1]
+        self.H, self.D, self.r2, self.n_rows = H.div_(m), D.div_(m), r2 / m, m
+    def __call__(self, w:Tensor):
+        "`(loss, d loss / d w)` at weight `w`."
+        dw = w.float().reshape(self.W.shape) - self.W
+        hd = torch.bmm(dw, self.H)
+        return (dw * (hd + 2 * self.D)).sum() + self.r2, (hd.add_(self.D).mul_(2)).reshape(self.shape)
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #e205eb50
 def _get_attr(model, target):
@@ -123,7 +209,8 @@ def _call(node:fx.Node, model:nn.Module, args, kwargs, weights:dict=None):
     raise ValueError(f"cannot execute fx node {node.op}")
 
 def _post_fn(chain, model):
-    "The chain of post-op nodes as one callable on a tensor."
+    "The chain of post-op nodes as one callable on a tensor, or None where it is the identity."
+    if _is_noop(chain, model): return None
     def f(t):
         for u in chain: t = _call(u, model, (t,) + tuple(u.args[1:]), dict(u.kwargs))
         return t
@@ -184,7 +271,7 @@ def _args_of(n, env, b, copy_from=None):
         return v
     return map_arg((n.args, n.kwargs), get)
 
-def _walk_fx(quantizer, graph, batches, learn):
+def _walk_fx(quantizer, graph, batches, learn, act=True):
     "Run the float and quantized streams node by node; at each quantized layer call `learn(name, inputs, targets, post)`."
     model = quantizer.model
     nodes = list(graph.nodes)
@@ -203,7 +290,7 @@ def _walk_fx(quantizer, graph, batches, learn):
             if n.op == 'call_module' and n.target in quantizer.specs:
                 src = n.args[0]
                 fout = [_call(n, model, (env_f[src][b],), {}, orig) for b in range(nb)]
-                chain, fpost = post_chain(n, model), fout
+                chain, fpost = post_chain(n, model, act), fout
                 for u in chain:
                     fpost = [_call(u, model, (fpost[b],) + tuple(u.args[1:]), dict(u.kwargs)) for b in range(nb)]
                     env_f[u] = fpost
@@ -270,7 +357,8 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
                   seed:int=0, # seed of the cache shuffling and minibatch sampling
                   progress:bool=True, # fastprogress bars (layers, and iterations where `fit` shows them)
                   mode:str='auto', # 'auto' (fx, else hooks) | 'fx' | 'hooks': how layer inputs are carried
-                  num_threads:int=None) -> str: # torch CPU threads while fitting (None: leave torch's setting)
+                  num_threads:int=None, # torch CPU threads while fitting (None: leave torch's setting)
+                  act:bool=True) -> str: # targets continue through the activation after each layer (False: they stop before it)
     "Refine every layer of `quantizer.specs` in execution order with `fit`; returns the path that ran ('fx' or 'hooks (why)')."
     if mode not in ('auto', 'fx', 'hooks'): raise ValueError(f"mode must be 'auto', 'fx' or 'hooks', got {mode!r}")
     model = quantizer.model
@@ -296,7 +384,7 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
     model.eval()
     if num_threads: torch.set_num_threads(num_threads)
     try:
-        if graph is not None: _walk_fx(quantizer, graph, batches, learn)
+        if graph is not None: _walk_fx(quantizer, graph, batches, learn, act)
         else: _walk_hooks(quantizer, batches, learn)
     finally:
         model.train(training); torch.set_num_threads(threads)
