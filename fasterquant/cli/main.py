@@ -269,17 +269,18 @@ def cmd_onnx(args):
         multi = {b: c for b, c in counts.items() if c > 1}
         block_lines = [f"\nauto blocks ({info[0]}): {len(multi)} blocks of 2+ nodes, {len(counts) - len(multi)} single nodes"]
         block_lines += [f"  {b}: {c} nodes" for b, c in list(multi.items())[:args.top or None]] + [f"  {x}" for x in info[1:]]
+    weighted = sens.weighted()
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter('always', NearTieWarning)
         excluded = suggest_exclusion(res.scores, args.coverage, threshold=args.threshold, blocks=blocks, block_agg=args.block_agg,
-                                     max_nodes=args.max_nodes, max_float=args.max_float)
+                                     max_nodes=args.max_nodes, max_float=args.max_float, counted=weighted)
     print_scores(res, blocks, set(excluded), args.top)
     for l in block_lines: print(l)
     s = summarize_exclusion(res.scores, excluded)
     rule = f"threshold {args.threshold:g}" if args.threshold is not None else f"coverage {args.coverage:g}"
     by = f", by block ({'auto' if args.blocks == ['auto'] else len(blocks)} blocks, {args.block_agg})" if blocks else ''
     print(f"\nexclusion ({rule}{by}): {s['n_excluded']} of {s['n_targets']} nodes stay in float, "
-          f"carrying {s['coverage_pct']:.1f}% of the total score")
+          f"carrying {s['coverage_pct']:.1f}% of the total score; {sum(n in set(weighted) for n in excluded)} of the {len(weighted)} weight-holding nodes")
     if args.max_float is not None and args.max_float < 1:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
@@ -390,7 +391,7 @@ def get_parser() -> argparse.ArgumentParser:
     o.add_argument('--block-agg', choices=['sum', 'max', 'mean'], default='sum', help="block score from its nodes' (default sum)")
     o.add_argument('--max-nodes', type=int, metavar='N', help="keep at most N nodes (blocks) in float")
     o.add_argument('--labels', metavar='LABELS.npy', help="integer class labels of the calibration samples (numpy.save): the final table adds the accuracy")
-    o.add_argument('--max-float', type=float, default=0.2, metavar='SHARE', help="keep at most this share of the scored nodes in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 1: no cap)")
+    o.add_argument('--max-float', type=float, default=0.2, metavar='SHARE', help="keep at most this share of the weight-holding nodes (Conv/MatMul/Gemm with weights) in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 1: no cap)")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
     o.add_argument('--no-verify', dest='verify', action='store_false', help="write the pick as is, without measuring it against the all-quantized model")

@@ -450,6 +450,13 @@ class OnnxSensitivity:
         floats = set(self.ranges.keys()) | {i.name for i in self.model.graph.initializer if i.data_type in fl}
         return [n.name for n in self.model.graph.node if n.name and n.op_type in self.op_types and any(i in floats for i in n.input)]
 
+    def weighted(self) -> list[str]:
+        "The targets holding weights (a float initializer input): the nodes whose integers make the file small; `max_float` counts these."
+        fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
+        inits = {i.name for i in self.model.graph.initializer if i.data_type in fl}
+        by_name = {n.name: n for n in self.model.graph.node}
+        return [t for t in self.targets() if any(i in inits for i in by_name[t].input)]
+
     def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None) -> QDQQuantizer:
         "ORT's `QDQQuantizer` on a copy of the model, with the stored ranges and settings."
         return QDQQuantizer(copy.deepcopy(self.model), self.per_channel, self.reduce_range, self.weight_type,
@@ -528,7 +535,7 @@ def verified(self:OnnxSensitivity,
              max_evals:int=12, # at most this many extra quantize-and-measure runs in the search
              time_budget:float=120., # seconds the search may take
              window:int=4, # the search tries the `window` nodes on each side of the cut
-             max_float:float=None) -> dict: # the search never keeps more than this share of the ranked nodes in float
+             max_float:float=None) -> dict: # the search never keeps more than this share of the ranked weight-holding nodes (`weighted`) in float
     "Measure `excluded` against the all-quantized model; if it is not closer to float, search greedily around the cut (add the next ranked nodes, drop the last ones taken), bounded in evaluations and time."
     t0, excluded = time.perf_counter(), list(excluded)
     d_all = self.distance([])
@@ -537,10 +544,11 @@ def verified(self:OnnxSensitivity,
     best, d_best, n = excluded, d, 0
     if d < d_all or not excluded: return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=False, log=log)
     ranking = [r for r in (ranking or excluded) if r]
-    cap = len(ranking) if max_float is None else float_cap(max_float, len(ranking))
+    w = set(self.weighted()); count = lambda names: sum(r in w for r in names)
+    cap = None if max_float is None else float_cap(max_float, count(ranking))
     while n < max_evals and time.perf_counter() - t0 < time_budget:
         cut = set(best)
-        adds = [r for r in ranking if r not in cut][:window] if len(best) < cap else []
+        adds = [r for r in ranking if r not in cut and (cap is None or count(best + [r]) <= cap)][:window]
         drops = [r for r in reversed(ranking) if r in cut][:window]
         moves = [('add', r) for r in adds] + [('drop', r) for r in drops]
         improved = False
@@ -563,13 +571,13 @@ def exclusion_curve(self:OnnxSensitivity,
                     scores, # target name -> score (e.g. `Sensitivity.scores`)
                     coverages=(0, .5, .8, .9, .95, .99, 1.), # coverages to pick at
                     metric=None, # None: the scorer's metric
-                    max_float:float=None) -> list[dict]: # at most this share of the targets in float (see `suggest_exclusion`)
+                    max_float:float=None) -> list[dict]: # at most this share of the weight-holding targets (`weighted`) in float (see `suggest_exclusion`)
     "For growing coverages: the per-node pick and its measured distance, and the exclusion kept (the best measured so far), so that allowing more in float never gives a worse model."
     from fasterquant.sensitivity.picker import suggest_exclusion
-    rows, best, d_best, seen = [], [], None, {}
+    rows, best, d_best, seen, w = [], [], None, {}, self.weighted()
     for c in sorted(coverages):
         with warnings.catch_warnings():
-            warnings.simplefilter('ignore'); ex = suggest_exclusion(scores, c, max_float=max_float) if c > 0 else []
+            warnings.simplefilter('ignore'); ex = suggest_exclusion(scores, c, max_float=max_float, counted=w) if c > 0 else []
         key = tuple(ex)
         if key not in seen: seen[key] = self.distance(ex, metric)
         d = seen[key]

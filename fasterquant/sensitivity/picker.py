@@ -207,6 +207,12 @@ def float_cap(share:float, # the share of the targets allowed in float (`max_flo
     "How many of `n` targets a `max_float` share lets stay in float (rounded down)."
     return math.floor(share * n + 1e-9)
 
+def _counter(counted=None):
+    "How many of some target names `max_float` counts: all of them, or those in `counted`."
+    if counted is None: return len
+    counted = set(counted)
+    return lambda names: sum(n in counted for n in names)
+
 def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity score (>= 0; higher = more fragile)
                       coverage:float=0.90, # fraction of the total score mass to keep in float (coverage mode)
                       *,
@@ -215,6 +221,7 @@ def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity s
                       block_agg:str='sum', # group score: 'sum', 'max' or 'mean' of its members
                       max_nodes:int=None, # at most this many items (groups when `blocks` is set)
                       max_float:float=None, # at most this share of the targets in float, counted in targets also with `blocks` (e.g. 0.2: >= 80% stay quantized)
+                      counted=None, # the targets `max_float` counts, e.g. those holding weights (None: all); the others are free
                       min_score_floor:float=0.0, # never exclude an item scoring below this
                       near_tie_ratio:float=0.99, # warn when the first item left out scores >= this x the last one taken (None: never)
                      ) -> list[str]:
@@ -233,9 +240,10 @@ def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity s
     _agg_fn(block_agg)
     groups = _assign_groups(list(scores), blocks)
     gscores = _aggregate_group_scores(scores, groups, block_agg)
-    cap = None if max_float is None else float_cap(max_float, len(scores))
+    counts = _counter(counted)
+    cap = None if max_float is None else float_cap(max_float, counts(scores))
     picked = _select(gscores, coverage, threshold, max_nodes, min_score_floor, near_tie_ratio,
-                     kind='target' if blocks is None else 'block', sizes={g: len(m) for g, m in groups.items()}, max_members=cap)
+                     kind='target' if blocks is None else 'block', sizes={g: counts(m) for g, m in groups.items()}, max_members=cap)
     return [m for g in picked for m in groups[g]]
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #e81463a4
