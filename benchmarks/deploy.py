@@ -190,8 +190,8 @@ def report(results, seconds, quick):
              "BatchNorm folded first, exported with `export_onnx`. W8A8: int8 weights on the min-max grid (the usual INT8 choice, as "
              "`quantize_static`'s), uint8 activations calibrated (min/max) on the 512 images. INT4 rows: the MSE grid (`criteria='mse'`). W4: INT4 weights only, timed in two sessions: `ort_session(fold_weights=True)` (`session.disable_quant_qdq=1`: "
              "weights dequantized once at load; ONNX Runtime has no INT4 conv kernel) and ONNX Runtime's default optimizations (INT4 "
-             "linears fused into `MatMulNBits`, convs dequantized at every run). W4A8: INT4 weights and uint8 activations (no fused "
-             "kernel exists on CPU for that pair).",
+             "linears fused into `MatMulNBits`, convs dequantized at every run). W4A8: INT4 weights and uint8 activations, stored as INT4 and "
+             "widened by a `Cast` ONNX Runtime folds at load, so the layers run as the same `QLinearConv`/`QGemm` kernels as W8A8.",
              "- **onnxruntime**: `quantize_static(quant_format=QDQ, per_channel=True, weight_type=QInt8, activation_type=QUInt8, "
              "calibrate_method=MinMax)` on the float ONNX, the same 512 images.",
              "- **ModelOpt**: NVIDIA Model Optimizer 0.47 `quantize(quantize_mode='int8', high_precision_dtype='fp32', calibration_eps=['cpu'])` "

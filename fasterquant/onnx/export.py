@@ -13,12 +13,13 @@ from torch import nn, Tensor
 from fastcore.basics import store_attr
 from ..quantize.grid import QuantSpec
 from ..quantize.quantizer import Quantizer
+from ..quantize.emulation import integer_layers
 from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'to_qdq', 'export_quantizer', 'dequantized_weights',
-           'ExportReport', 'export_report', 'adaround_to_onnx']
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'export_quantizer',
+           'dequantized_weights', 'ExportReport', 'export_report', 'adaround_to_onnx']
 
 # %% ../../nbs/onnx/01_export.ipynb #37a99fbd
 def required_opset(specs:dict, # layer name -> `QuantSpec`
@@ -177,6 +178,17 @@ def _float_output(quantizer, name) -> bool:
 # %% ../../nbs/onnx/01_export.ipynb #4a7e21c9
 _BIAS_FLOAT_MAX = 2**22   # |b_q| below this: ONNX Runtime re-derives the int32 bias from the float value exactly
 
+def widened(inits:list, # a weight's initializers (from `weight_dq`)
+            node) -> list: # its `DequantizeLinear` (its inputs are rewired)
+    "`Cast` nodes that widen a 4-bit weight (and zero point) to 8 bits in front of its `DequantizeLinear`: ONNX Runtime folds them at load, then fuses the integer kernel."
+    four = {t.name: t.data_type for t in inits if t.data_type in (TensorProto.INT4, TensorProto.UINT4)}
+    casts = []
+    for j, v in enumerate(node.input):
+        if v not in four: continue
+        casts.append(helper.make_node('Cast', [v], [f"{v}8"], to=TensorProto.INT8 if four[v] == TensorProto.INT4 else TensorProto.UINT8))
+        node.input[j] = f"{v}8"
+    return casts
+
 def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (not modified)
            quantizer:Quantizer, # holds the exact `specs`, the activation grids and the quantized biases
            opset:int=None, # the proto's opset (read from it by default)
@@ -186,6 +198,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     proto = copy.deepcopy(proto)
     opset = opset or next(o.version for o in proto.opset_import if o.domain in ('', 'ai.onnx'))
     g = proto.graph
+    widen = integer_layers(quantizer.placement, quantizer.model, quantizer.specs) if quantizer.placement is not None else set()
     _constants_to_initializers(g)
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
@@ -213,6 +226,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
         int_reader = any(r.op_type in ('Gemm', 'MatMul') and dq_in(r.input[0]) for r in readers)
         if value in ix.producer: drop.add(ix.producer[value])   # an Identity of a de-duplicated initializer
         inits, node = weight_dq(name, sp, out, opset, transposed, zero_point=not compact or int_reader, unsigned8=unsigned8)
+        if name in widen: dq_nodes += widened(inits, node)
         new_inits += inits; dq_nodes.append(node); defined.add(out)
         weights[name] = (out, transposed, str(sp.dtype), TensorProto.DataType.Name(inits[0].data_type))
     for name in quantizer.specs:
@@ -442,10 +456,12 @@ def dequantized_weights(path) -> dict:
     meta = _meta(proto)
     dqs = _weight_dqs(proto, meta)
     nodes = list({id(n): n for n in dqs.values()}.values())
-    names = {v for n in nodes for v in n.input}
+    prod = {o: n for n in proto.graph.node for o in n.output}
+    casts = [prod[v] for n in nodes for v in n.input if v in prod]   # a 4-bit weight widened by a `Cast` (see `widened`)
+    names = {v for n in casts + nodes for v in n.input}
     inits = [t for t in proto.graph.initializer if t.name in names]
     outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes]
-    m = helper.make_model(helper.make_graph(nodes, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
+    m = helper.make_model(helper.make_graph(casts + nodes, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
     res = dict(zip((n.output[0] for n in nodes), ort_session(m, optimize=False).run(None, {})))
     return {l: (res[n.output[0]].T if l in meta.get('t', []) else res[n.output[0]]) for l, n in dqs.items()}
 
@@ -475,6 +491,8 @@ def export_report(path, # an ONNX file written by `export_onnx`
     proto = onnx.load(str(path))
     meta = _meta(proto)
     inits = {t.name: t for t in proto.graph.initializer}
+    widened_from = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type == 'Cast'}   # 4-bit weights widened for the integer kernels
+    inits.update({o: inits[i] for o, i in widened_from.items() if i in inits})
     dqs = _weight_dqs(proto, meta)
     layers, dq = [], (dequantized_weights(path) if quantizer is not None else {})
     counts, wb, fwb, seen = Counter(), 0, 0, set()

@@ -12,7 +12,7 @@ from torch.func import functional_call
 from .placement import Placement, Unit
 
 # %% auto #0
-__all__ = ['EmuLayer', 'EmuAdd', 'EmuGap', 'EmuMatMul', 'integer_op', 'emulated_module']
+__all__ = ['EmuLayer', 'EmuAdd', 'EmuGap', 'EmuMatMul', 'integer_op', 'integer_layers', 'emulated_module']
 
 # %% ../../nbs/quantize/06c_emulation.ipynb #2086373e
 _f32 = np.float32
@@ -62,7 +62,7 @@ class EmuAdd(nn.Module):
         A, B, C = self.a_aq, self.b_aq, self.y_aq
         za, zb, zc = int(A.zero_point), int(B.zero_point), int(C.zero_point)
         ra, rb = _f32(_f32(A.scale) / _f32(C.scale)), _f32(_f32(B.scale) / _f32(C.scale))
-        fixed = _f32(_f32(zc) - _f32(_f32(ra * _f32(za)) + _f32(rb * _f32(zb))))
+        fixed = _f32(_f32(zc) - _f32(float(ra) * za + float(_f32(rb * _f32(zb)))))   # the compiler contracts `ra·za + rb·zb` into one fma
         qa, qb = _ints(a, A) + za, _ints(b, B) + zb
         t = (qb * float(rb) + float(fixed)).float()     # fma: the exact product and sum in float64, one rounding to float32
         c = (qa * float(ra) + t.double()).float()
@@ -98,13 +98,19 @@ def integer_op(u:Unit, # a unit of a `Placement`
     if not all(_full8(a) for a in grids): return False
     if u.kind == 'layer':
         sp, layer = specs.get(u.layer), model.get_submodule(u.layer)
-        if sp is None or sp.dtype.container_bits != 8 or sp.granularity.name not in ('tensor', 'channel'): return False
+        if sp is None or sp.dtype.container_bits not in (4, 8) or sp.granularity.name not in ('tensor', 'channel'): return False
         if sp.granularity.name == 'channel' and sp.granularity.axis != 0: return False
         if not isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Linear)): return False
         if any(n.op == 'call_module' and isinstance(model.get_submodule(n.target), (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)) for n in u.chain): return False
         return u.output is not None or isinstance(layer, nn.Linear)
     if u.kind == 'matmul': return True
     return u.kind in ('add', 'gap') and u.output is not None
+
+def integer_layers(pl:Placement, # the model's placement
+                   model:nn.Module, # the model (its layers)
+                   specs:dict) -> set[str]: # the Quantizer's specs
+    "The layers ONNX Runtime runs as integer kernels (`integer_op`): their 4-bit weights are widened to 8 bits in the graph by the exporter."
+    return {u.layer for u in pl.units if u.kind == 'layer' and integer_op(u, pl, model, specs)}
 
 # %% ../../nbs/quantize/06c_emulation.ipynb #dab88645
 def emulated_module(pl:Placement, # the model's placement (its points calibrated)
