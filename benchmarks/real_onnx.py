@@ -180,7 +180,9 @@ def findings(res) -> list[str]:
         L.append(f"- {mode}: the default (coverage {res['coverage']:g}, at most {res.get('max_float', 0.2):.0%} of the weight ops in float, verified) "
                  f"keeps {dflt['n_float']} in float, {100 * dflt['int_weights']:.0f}% on integer weights, {dflt['mb']:.1f} MB: "
                  f"{100 * dflt['acc']:.1f}% vs float {100 * fl['acc']:.1f}% and plain quantize_static {100 * qs['acc']:.1f}% (all op types) / "
-                 f"{100 * qw['acc']:.1f}% (Conv/MatMul/Gemm): {'beats both' if beats else 'does NOT beat both'}; {rec}.")
+                 f"{100 * qw['acc']:.1f}% (Conv/MatMul/Gemm): {'beats both' if beats else 'does NOT beat both'}; {rec}; "
+                 f"distance to float {dflt['distance']:.3g} vs {min(qs['distance'], qw['distance']):.3g} for the closer plain quantize_static "
+                 f"({'closer' if dflt['distance'] < min(qs['distance'], qw['distance']) else 'NOT closer'}).")
         cal = [x for x in rows if x.get('default')]
         if len(cal) > 1:
             L.append(f"  - calibration ({mode}): " + '; '.join(
