@@ -67,15 +67,16 @@ class SoftRounding(nn.Module):
         h = self.h().detach()
         return int(((h > tol) & (h < 1 - tol)).sum())
     @torch.no_grad()
-    def grad_v(self, grad_w:Tensor, beta:float=None, lam:float=0., sig:Tensor=None) -> Tensor:
-        "Gradient wrt `v` of `loss(soft_weight) + lam * reg(beta)`, given `grad_w` = d loss / d soft_weight."
+    def grad_v(self, grad_w:Tensor, beta:float=None, lam:float=0., sig:Tensor=None, h:Tensor=None) -> Tensor:
+        "Gradient wrt `v` of `loss(soft_weight) + lam * reg(beta)`, given `grad_w` = d loss / d soft_weight (and `sigmoid(v)`, `h` if at hand)."
         sig = torch.sigmoid(self.v) if sig is None else sig
-        hr = sig * (ZETA - GAMMA) + GAMMA
-        dh = (sig * (1 - sig)).mul_(ZETA - GAMMA).masked_fill_((hr <= 0) | (hr >= 1), 0.)  # clipped h: the decision is final
+        h = (sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1) if h is None else h
+        live = (h > 0).logical_and_(h < 1)  # a clipped h is a final decision: no gradient
+        dh = torch.sub(h, GAMMA).mul_(torch.rsub(sig, 1)).mul_(live)  # = sig (1 - sig) (ZETA - GAMMA) where h is not clipped
         g = grad_w * self.fs
         if beta is not None and lam:
-            u = hr.clamp_(0, 1).mul_(2).sub_(1)
-            g.sub_(u.abs().pow_(beta - 1).mul_(u.sign()).mul_(lam * 2 * beta))
+            u = h.mul(2).sub_(1)
+            g.sub_(u.abs().pow_(beta - 1).copysign_(u), alpha=lam * 2 * beta)
         return g.mul_(dh)
 
 # %% ../../nbs/quantize/09_adaround.ipynb #38446b94
@@ -142,13 +143,14 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
             sr = rounding
             with torch.no_grad():
                 sig = torch.sigmoid(sr.v)
-                w = sr.soft_weight((sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1))
+                h = (sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1)
+                w = sr.soft_weight(h)
             if quad is not None: rec, gw = quad(w)
             else:
                 w.requires_grad_(True)
                 rec = job.loss(win, w)
                 gw, = torch.autograd.grad(rec, w)
-            sr.v.grad = sr.grad_v(gw, b, reg, sig)
+            sr.v.grad = sr.grad_v(gw, b, reg, sig, h)
         opt.step()
         stats['iters'] = it + 1
         if b is not None and (it + 1) % check_every == 0:
