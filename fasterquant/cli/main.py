@@ -254,7 +254,7 @@ def _mb(n): return f"{n/1e6:.3f} MB"
 
 def cmd_onnx(args):
     "`fasterquant onnx`: score every node, choose what stays in float, quantize with ONNX Runtime, report agreement and size."
-    from fasterquant.sensitivity.picker import suggest_exclusion, summarize_exclusion, NearTieWarning
+    from fasterquant.sensitivity.picker import suggest_exclusion, summarize_exclusion, n_counted, NearTieWarning
     check_args(args)
     model = load_onnx(args.model)
     out = Path(args.output)
@@ -280,7 +280,7 @@ def cmd_onnx(args):
     rule = f"threshold {args.threshold:g}" if args.threshold is not None else f"coverage {args.coverage:g}"
     by = f", by block ({'auto' if args.blocks == ['auto'] else len(blocks)} blocks, {args.block_agg})" if blocks else ''
     print(f"\nexclusion ({rule}{by}): {s['n_excluded']} of {s['n_targets']} nodes stay in float, "
-          f"carrying {s['coverage_pct']:.1f}% of the total score; {sum(n in set(weighted) for n in excluded)} of the {len(weighted)} weight-holding nodes")
+          f"carrying {s['coverage_pct']:.1f}% of the total score; {n_counted(excluded, set(weighted))} of the {len(weighted)} weight-holding nodes")
     if args.max_float is not None and args.max_float < 1:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')

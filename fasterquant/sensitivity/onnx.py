@@ -20,7 +20,7 @@ from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
 from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric
 from ..onnx.runtime import run_feeds, ort_session
-from .picker import Sensitivity, names_to_patterns, float_cap
+from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
 __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'KEEP_ACTIVATIONS', 'onnx_inputs', 'FeedReader',
@@ -444,16 +444,18 @@ class OnnxSensitivity:
         else: check_metric(metric, self.reference); self.metric, self.metric_reason = metric, 'given'
         self._base_qdq = _n_qdq(self.model)
 
+    def _float_inits(self) -> set:
+        fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
+        return {i.name for i in self.model.graph.initializer if i.data_type in fl}
+
     def targets(self) -> list[str]:
         "Named nodes of a quantized op type reading a float tensor (shape arithmetic on int64 tensors is never quantized)."
-        fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
-        floats = set(self.ranges.keys()) | {i.name for i in self.model.graph.initializer if i.data_type in fl}
+        floats = set(self.ranges.keys()) | self._float_inits()
         return [n.name for n in self.model.graph.node if n.name and n.op_type in self.op_types and any(i in floats for i in n.input)]
 
     def weighted(self) -> list[str]:
         "The targets holding weights (a float initializer input): the nodes whose integers make the file small; `max_float` counts these."
-        fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
-        inits = {i.name for i in self.model.graph.initializer if i.data_type in fl}
+        inits = self._float_inits()
         by_name = {n.name: n for n in self.model.graph.node}
         return [t for t in self.targets() if any(i in inits for i in by_name[t].input)]
 
@@ -544,7 +546,7 @@ def verified(self:OnnxSensitivity,
     best, d_best, n = excluded, d, 0
     if d < d_all or not excluded: return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=False, log=log)
     ranking = [r for r in (ranking or excluded) if r]
-    w = set(self.weighted()); count = lambda names: sum(r in w for r in names)
+    w = set(self.weighted()); count = lambda names: n_counted(names, w)
     cap = None if max_float is None else float_cap(max_float, count(ranking))
     while n < max_evals and time.perf_counter() - t0 < time_budget:
         cut = set(best)

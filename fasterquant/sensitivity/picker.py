@@ -12,7 +12,7 @@ from ..core.registry import AxisRegistry
 # %% auto #0
 __all__ = ['BLOCK_AGGS', 'anchored', 'names_to_patterns', 'names_regex', 'module_path', 'blocks_from_names', 'NearTieWarning',
            'NothingExcludedWarning', 'available_block_aggs', 'repeat_depth', 'drop_whole_blocks', 'float_cap',
-           'suggest_exclusion', 'summarize_exclusion', 'Sensitivity']
+           'n_counted', 'suggest_exclusion', 'summarize_exclusion', 'Sensitivity']
 
 # %% ../../nbs/sensitivity/00_picker.ipynb #89ac59f7
 def anchored(name:str) -> str:
@@ -207,11 +207,10 @@ def float_cap(share:float, # the share of the targets allowed in float (`max_flo
     "How many of `n` targets a `max_float` share lets stay in float (rounded down)."
     return math.floor(share * n + 1e-9)
 
-def _counter(counted=None):
-    "How many of some target names `max_float` counts: all of them, or those in `counted`."
-    if counted is None: return len
-    counted = set(counted)
-    return lambda names: sum(n in counted for n in names)
+def n_counted(names, # target names (e.g. the ones kept in float)
+              counted=None) -> int: # the targets `max_float` counts (a set, or None: all)
+    "How many of `names` count toward `max_float`: all of them, or those in `counted`."
+    return len(names) if counted is None else sum(n in counted for n in names)
 
 def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity score (>= 0; higher = more fragile)
                       coverage:float=0.90, # fraction of the total score mass to keep in float (coverage mode)
@@ -240,7 +239,8 @@ def suggest_exclusion(scores:Mapping[str, float], # target name -> sensitivity s
     _agg_fn(block_agg)
     groups = _assign_groups(list(scores), blocks)
     gscores = _aggregate_group_scores(scores, groups, block_agg)
-    counts = _counter(counted)
+    counted = None if counted is None else set(counted)
+    counts = lambda names: n_counted(names, counted)
     cap = None if max_float is None else float_cap(max_float, counts(scores))
     picked = _select(gscores, coverage, threshold, max_nodes, min_score_floor, near_tie_ratio,
                      kind='target' if blocks is None else 'block', sizes={g: counts(m) for g, m in groups.items()}, max_members=cap)
