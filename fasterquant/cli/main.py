@@ -220,9 +220,8 @@ def print_scores(res, blocks=None, excluded=None, top:int=30, file=None):
 def agreement(sens, model, labels=None) -> dict:
     "Distance from the float outputs (the scorer's metric), top-1 agreement (classifier outputs only) and, given `labels`, accuracy of `model` on `sens`'s calibration feeds."
     from fasterquant.onnx.runtime import run_feeds
-    from fasterquant.core.metrics import output_distance
     outs = run_feeds(model, sens.feeds)
-    res = dict(distance=output_distance(sens.reference, outs, sens.metric), top1=None)
+    res = dict(distance=sens.distance_to_float(outs), top1=None)
     ref = [np.concatenate([np.asarray(b[j]) for b in sens.reference]) for j in range(len(sens.reference[0]))]
     new = [np.concatenate([np.asarray(b[j]) for b in outs]) for j in range(len(outs[0]))]
     agree = [float((r.argmax(-1) == o.argmax(-1)).mean()) for r, o in zip(ref, new) if r.ndim >= 2 and r.shape[-1] > 1 and np.issubdtype(r.dtype, np.floating)]

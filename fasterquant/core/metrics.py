@@ -9,7 +9,7 @@ from .registry import AxisRegistry
 
 # %% auto #0
 __all__ = ['METRICS', 'kl_distance', 'mse_distance', 'cos_distance', 'register_metric', 'available_metrics', 'get_metric',
-           'metric_name', 'output_distance']
+           'metric_name', 'output_distance', 'ReferenceDistance']
 
 # %% ../../nbs/core/03_metrics.ipynb #17b6b58a
 def _log_softmax(x, axis=-1):
@@ -20,6 +20,12 @@ def kl_distance(ref:np.ndarray, out:np.ndarray) -> float:
     "Mean KL(softmax(ref) || softmax(out)) over the last axis, averaged over all other positions."
     lp, lq = _log_softmax(ref.astype(np.float64)), _log_softmax(out.astype(np.float64))
     return float((np.exp(lp) * (lp - lq)).sum(-1).mean())
+
+def _kl_prepared(ref:np.ndarray):
+    "`kl_distance(ref, .)` with the reference's log-softmax computed once."
+    lp = _log_softmax(ref.astype(np.float64)); p = np.exp(lp)
+    return lambda out: float((p * (lp - _log_softmax(out.astype(np.float64)))).sum(-1).mean())
+kl_distance.prepare = _kl_prepared
 
 def mse_distance(ref:np.ndarray, out:np.ndarray) -> float:
     "Mean squared difference."
@@ -36,8 +42,11 @@ def cos_distance(ref:np.ndarray, out:np.ndarray) -> float:
 METRICS = AxisRegistry('metric', hint=', or a function (ref, out) -> float')
 for _n, _f in dict(kl=kl_distance, mse=mse_distance, cos=cos_distance).items(): METRICS.register(_n, lambda f=_f: f)
 
-def register_metric(name:str, f):
-    "Make `name` a metric: `f(ref, out) -> float` on two arrays of one shape."
+def register_metric(name:str, # the name `metric=` accepts
+                    f, # `f(ref, out) -> float` on two arrays of one shape
+                    prepare=None): # optional `prepare(ref) -> (out -> float)`: `f` with the reference's side computed once
+    "Make `name` a metric."
+    if prepare is not None: f.prepare = prepare
     METRICS.register(name, lambda: f)
 
 def available_metrics():
@@ -62,3 +71,19 @@ def output_distance(refs:list, # per batch, the list of reference outputs
         if not np.issubdtype(r.dtype, np.floating): continue
         total += f(r, o)
     return total
+
+class ReferenceDistance:
+    "`output_distance(refs, ., metric)` for many runs against one reference: the reference stacked once, and its side of the metric computed once where the metric has a `prepare`."
+    def __init__(self,
+                 refs:list, # per batch, the list of reference outputs
+                 metric='kl'): # name or function
+        f = get_metric(metric)
+        self.parts = []  # (output index, out -> distance) per float output
+        for j in range(len(refs[0])):
+            r = np.concatenate([np.asarray(b[j]) for b in refs])
+            if not np.issubdtype(r.dtype, np.floating): continue
+            prep = getattr(f, 'prepare', None)
+            self.parts.append((j, prep(r) if prep is not None else (lambda o, r=r: f(r, o))))
+    def __call__(self, outs:list) -> float: # per batch, the list of outputs to compare
+        "The distance of `outs` from the reference."
+        return sum(g(np.concatenate([np.asarray(b[j]) for b in outs])) for j, g in self.parts)

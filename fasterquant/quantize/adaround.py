@@ -17,8 +17,8 @@ from .layerwise import (LayerwiseCriteria, LayerJob, BlockJob, run_layerwise, ru
 from .quantizer import Quantizer
 
 # %% auto #0
-__all__ = ['ZETA', 'GAMMA', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'gram_pays', 'reconstruct',
-           'AdaRound', 'adaround_quantize']
+__all__ = ['ZETA', 'GAMMA', 'BUILD_COST', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'gram_pays',
+           'reconstruct', 'AdaRound', 'adaround_quantize']
 
 # %% ../../nbs/quantize/09_adaround.ipynb #42078bed
 ZETA, GAMMA = 1.1, -0.1
@@ -92,14 +92,17 @@ def _adam(ps, lr):
     try: return torch.optim.Adam(ps, lr=lr, fused=True)  # one pass over the variables per step
     except (RuntimeError, TypeError): return torch.optim.Adam(ps, lr=lr)
 
+BUILD_COST = 3  # measured: a dense layer's Gram build costs ~3x a minibatch convolution per multiply-add (unfold, copies)
+
 def gram_pays(job:LayerJob, # a layer whose target is its own output
               iters:int, # iterations to run
               bs:int) -> bool: # minibatch size of the alternative
-    "Whether building `QuadraticRecon` once and iterating on it costs fewer multiply-adds than `iters` minibatches of `bs` samples."
+    "Whether building `QuadraticRecon` once and iterating on it costs less than `iters` minibatches of `bs` samples (multiply-adds, the build's weighted)."
     r = layer_rows(job.layer, job.x[:1].float())
     g, c, per = r.shape[0], r.shape[1], r.shape[2]   # groups, columns per group, rows per sample
     out, n = job.weight.shape[0], len(job)
     build = n * per * c * (g * c + out)              # H and D over every sample
+    if g == 1: build *= BUILD_COST                   # dense: unfolding and copying the rows costs more than a convolution's multiply-add
     gram, minibatch = out * c * c, 3 * min(bs, n) * per * out * c  # per iteration: ΔW·H; forward + weight gradient + elementwise
     return build + iters * gram < iters * minibatch
 

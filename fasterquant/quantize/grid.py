@@ -22,7 +22,9 @@ def qparams_from_range(lo:Tensor, # per-row minimum
     symmetric = dtype.signed if symmetric is None else symmetric
     lo, hi = lo.float().clamp(max=0), hi.float().clamp(min=0)
     if symmetric and not dtype.signed: raise ValueError(f"symmetric quantization needs a signed dtype, got {dtype}")
-    s = torch.maximum(hi / dtype.qmax, lo / dtype.qmin) if symmetric else (hi - lo) / (dtype.qmax - dtype.qmin)
+    if symmetric and dtype.bits >= 8: s = torch.maximum(hi, -lo) / dtype.qmax   # INT8: the narrow grid [-127, 127], as ORT / TensorRT / ModelOpt
+    elif symmetric: s = torch.maximum(hi / dtype.qmax, lo / dtype.qmin)          # fewer bits: the whole grid, -8 included in INT4
+    else: s = (hi - lo) / (dtype.qmax - dtype.qmin)
     s = torch.where(s > 0, s, torch.ones_like(s))  # an all-zero row: any positive scale represents it exactly
     if symmetric: return s, torch.zeros_like(s, dtype=torch.int32)
     return s, (dtype.qmin - torch.round(lo / s)).clamp(dtype.qmin, dtype.qmax).to(torch.int32)

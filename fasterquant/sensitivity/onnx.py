@@ -18,7 +18,7 @@ from fastcore.basics import store_attr, patch
 from fastprogress.fastprogress import progress_bar
 from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
-from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric
+from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric, ReferenceDistance
 from ..onnx.runtime import run_feeds, ort_session
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
@@ -27,7 +27,8 @@ __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'KE
            'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization',
            'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx',
            'quantized_nodes', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance',
-           'pick_metric', 'check_metric', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
+           'pick_metric', 'check_metric', 'downstream_model', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes',
+           'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -370,7 +371,16 @@ def kl_prob_distance(ref:np.ndarray, out:np.ndarray, eps:float=1e-10) -> float:
     p, q = np.clip(ref.astype(np.float64), 0, None), np.clip(out.astype(np.float64), 0, None)
     return float((p * (np.log(p + eps) - np.log(q + eps))).sum(-1).mean())
 
-register_metric('kl_prob', kl_prob_distance)
+def _kl_prob_prepared(ref:np.ndarray, eps:float=1e-10):
+    "`kl_prob_distance(ref, .)` with the reference's side computed once; float32 terms summed in float64 (a 32-word OCR output holds 24M probabilities)."
+    p = np.clip(ref, 0, None).astype(np.float32); lp = np.log(p + np.float32(eps))
+    def d(out:np.ndarray) -> float:
+        lq = np.log(np.clip(out, 0, None).astype(np.float32) + np.float32(eps))
+        np.subtract(lp, lq, out=lq); lq *= p
+        return float(lq.sum(-1, dtype=np.float64).mean())
+    return d
+
+register_metric('kl_prob', kl_prob_distance, _kl_prob_prepared)
 
 def _is_prob(a:np.ndarray, tol:float=1e-3) -> bool:
     return a.ndim >= 2 and a.shape[-1] > 1 and a.min() >= -tol and a.max() <= 1 + tol and np.abs(a.sum(-1) - 1).max() < 100 * tol
@@ -407,6 +417,30 @@ def check_metric(metric, # a metric name (functions are the caller's business an
         raise ValueError(f"metric {metric!r} compares distributions over the last axis, but the output [N, {shape}] has one value there (every score would be 0): use 'mse' or 'auto'")
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #c5f09c76
+def downstream_model(model:onnx.ModelProto, # a float model without control flow
+                     node:str): # the name of one of its nodes
+    "What `node` can change: `node` and every node reading its outputs, directly or not, as `(model, input names, indices of the outputs it computes)`; its inputs are the tensors it reads from the rest."
+    g = model.graph
+    readers = {}
+    for n in g.node:
+        for i in n.input: readers.setdefault(i, []).append(n)
+    start = next(n for n in g.node if n.name == node)
+    keep, todo = {id(start)}, [start]
+    while todo:
+        for o in todo.pop().output:
+            for r in readers.get(o, []):
+                if id(r) not in keep: keep.add(id(r)); todo.append(r)
+    nodes = [n for n in g.node if id(n) in keep]
+    made, inits = {o for n in nodes for o in n.output}, {i.name: i for i in g.initializer}
+    reads = list(dict.fromkeys(i for n in nodes for i in n.input if i))
+    inputs = [t for t in reads if t not in made and t not in inits]
+    vi = {v.name: v for v in list(g.value_info) + list(g.input)}
+    out_idx = [j for j, o in enumerate(g.output) if o.name in made]
+    sub = onnx.helper.make_graph(nodes, g.name, [vi.get(t) or onnx.helper.make_empty_tensor_value_info(t) for t in inputs],
+                                 [g.output[j] for j in out_idx], [inits[t] for t in reads if t in inits])
+    m = onnx.helper.make_model(sub, opset_imports=model.opset_import, ir_version=model.ir_version)
+    return m, inputs, out_idx
+
 class OnnxSensitivity:
     "Per-node quantization sensitivity of an ONNX model: calibrate once, then quantize each node alone and measure the outputs."
     def __init__(self,
@@ -424,7 +458,8 @@ class OnnxSensitivity:
                  n_batches:int=None, # use at most this many calibration batches
                  ranges:TensorsData=None, # precomputed ranges: skip calibration
                  metric='auto', # default distance: 'auto' (`pick_metric`), a name of `available_metrics()`, or a function (ref, out) -> float
-                 providers:list=None): # ORT providers (default CPU)
+                 providers:list=None, # ORT providers (default CPU)
+                 cache_mb:float=2048): # float activations kept for downstream-only probes (0: every probe runs the whole model)
         store_attr(but='model,calib,ranges,metric')
         if not (isinstance(metric, str) and metric == 'auto'): get_metric(metric)  # a bad name fails before any work
         self.source = model
@@ -443,6 +478,10 @@ class OnnxSensitivity:
         if isinstance(metric, str) and metric == 'auto': self.metric, self.metric_reason = pick_metric(self.model, self.reference)
         else: check_metric(metric, self.reference); self.metric, self.metric_reason = metric, 'given'
         self._base_qdq = _n_qdq(self.model)
+        self._dist, self._acts, self._cuts = {}, [{} for _ in self.feeds], {}
+        self.cut_off = None if cache_mb > 0 else 'cache_mb=0'  # why probes run the whole model, if they do
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in self.model.graph.node for a in n.attribute):
+            self.cut_off = 'the model has control flow (If/Loop/Scan)'
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
@@ -459,18 +498,19 @@ class OnnxSensitivity:
         by_name = {n.name: n for n in self.model.graph.node}
         return [t for t in self.targets() if any(i in inits for i in by_name[t].input)]
 
-    def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None) -> QDQQuantizer:
-        "ORT's `QDQQuantizer` on a copy of the model, with the stored ranges and settings."
-        return QDQQuantizer(copy.deepcopy(self.model), self.per_channel, self.reduce_range, self.weight_type,
+    def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None, model=None) -> QDQQuantizer:
+        "ORT's `QDQQuantizer` on a copy of the model (or of `model`, a part of it), with the stored ranges and settings."
+        return QDQQuantizer(copy.deepcopy(self.model if model is None else model), self.per_channel, self.reduce_range, self.weight_type,
                             self.activation_type, self.ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
                             self.op_types, self.extra_options)
 
-    def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None) -> onnx.ModelProto:
-        "The QDQ model with `nodes_to_exclude` in float (reading float tensors), from the stored ranges: what `quantize` writes."
-        q = self.quantizer(nodes_to_quantize, nodes_to_exclude)
+    def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None, model=None) -> onnx.ModelProto:
+        "The QDQ model with `nodes_to_exclude` in float (reading float tensors), from the stored ranges: what `quantize` writes (`model`: a part of the model instead)."
+        model = self.model if model is None else model
+        q = self.quantizer(nodes_to_quantize, nodes_to_exclude, model)
         with _quiet(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
         m = q.model.model
-        float_reads_float(m, quantized_nodes(self.model, self.op_types, nodes_to_quantize, nodes_to_exclude))
+        float_reads_float(m, quantized_nodes(model, self.op_types, nodes_to_quantize, nodes_to_exclude))
         return m
 
     def probe_model(self, node:str) -> onnx.ModelProto:
@@ -479,11 +519,86 @@ class OnnxSensitivity:
 
     def _metric(self, metric): return self.metric if metric is None else metric
 
-    def probe(self, node:str, metric=None) -> float:
-        "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
+    def distance_to_float(self, outs:list, metric=None) -> float:
+        "Distance of per-batch outputs `outs` from the float model's (the reference side of the metric prepared once per metric)."
+        metric = self._metric(metric)
+        key = metric if isinstance(metric, str) else id(metric)
+        if key not in self._dist: self._dist[key] = (metric, ReferenceDistance(self.reference, metric))  # the metric kept alive with its id
+        return self._dist[key][1](outs)
+
+    def _needs(self, node:str) -> set:
+        "The float activations `node`'s downstream part reads (the model's own inputs come from the feeds)."
+        return set(self._cut(node)[1]) - {i.name for i in self.model.graph.input}
+
+    def _with_outputs(self, tensors:list):
+        "A session of the float model that also returns `tensors` (those with a known type; the rest are dropped from the list)."
+        m = onnx.ModelProto(); m.CopyFrom(self.model); g = m.graph
+        vi = {v.name: v for v in g.value_info}
+        tensors = [t for t in tensors if t in vi]  # a tensor without a known type cannot be an output: its nodes run whole
+        g.output.extend(vi[t] for t in tensors)
+        return ort_session(m, providers=self.providers), tensors
+
+    def cache_groups(self, nodes:list) -> list[list[str]]:
+        "`nodes`, in order, split into groups whose downstream parts' float activations fit `cache_mb` together: one float run caches a group."
+        if self.cut_off or not nodes: return [list(nodes)]
+        needs = {n: self._needs(n) for n in nodes}
+        try:
+            s, ts = self._with_outputs(sorted(set().union(*needs.values())))
+            size = {t: a.nbytes * len(self.feeds) for t, a in zip(ts, s.run(ts, self.feeds[0]))}  # one batch, times the batches
+        except Exception as e:  # ORT refuses the model with extra outputs: probes run whole, as they used to
+            self.cut_off = f"keeping activations failed ({type(e).__name__}: {str(e)[:200]})"
+            return [list(nodes)]
+        groups, cur, have, total = [], [], set(), 0
+        for n in nodes:
+            add = needs[n] - have
+            if cur and total + sum(size.get(t, 0) for t in add) > self.cache_mb * 2**20:
+                groups.append(cur); cur, have, total = [], set(), 0; add = needs[n]
+            cur.append(n); have |= add; total += sum(size.get(t, 0) for t in add)
+        return groups + [cur]
+
+    def _cached(self, nodes:list):
+        "`nodes` in order, each group's activations cached before its first node comes."
+        for g in self.cache_groups(nodes):
+            if not self.cut_off: self.cache_inputs(g)
+            yield from g
+
+    def cache_inputs(self, nodes:list) -> bool:
+        "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read, from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
+        for a in self._acts: a.clear()
+        if self.cut_off: return False
+        s, need = self._with_outputs(sorted(set().union(*(self._needs(n) for n in nodes))))
+        total = 0
+        for k, (acts, f) in enumerate(zip(self._acts, self.feeds)):
+            acts.update(zip(need, s.run(need, f)))
+            total += sum(acts[t].nbytes for t in need)
+            if total * len(self.feeds) / (k + 1) > self.cache_mb * 2**20:  # the projected cache over every batch
+                for a in self._acts: a.clear()
+                return False
+        return True
+
+    def _cut(self, node:str):
+        "`node`'s downstream part (`downstream_model`), computed once."
+        if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node)
+        return self._cuts[node]
+
+    def probe_outputs(self, node:str) -> list:
+        "Per batch, the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand."
+        if not self.cut_off:
+            sub, inputs, out_idx = self._cut(node)
+            feeds = [{t: (a[t] if t in a else f[t]) for t in inputs} for a, f in zip(self._acts, self.feeds)]
+            if all(t in feeds[0] for t in inputs):
+                m = self.quantized_model(nodes_to_quantize=[node], model=sub)
+                if _n_qdq(m) == _n_qdq(sub): raise LookupError("onnxruntime inserts no quantization for this node on its own")
+                outs = run_feeds(m, feeds, providers=self.providers)
+                return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        return output_distance(self.reference, run_feeds(m, self.feeds, providers=self.providers), self._metric(metric))
+        return run_feeds(m, self.feeds, providers=self.providers)
+
+    def probe(self, node:str, metric=None) -> float:
+        "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
+        if not self.cut_off and not self._needs(node) <= set(self._acts[0]): self.cache_inputs([node])
+        return self.distance_to_float(self.probe_outputs(node), metric)
 
     def score(self,
               nodes:list=None, # node names to score (default: `targets()`)
@@ -496,7 +611,8 @@ class OnnxSensitivity:
         metric = self._metric(metric)
         f = get_metric(metric)
         scores, failed, skipped, t0 = {}, {}, {}, time.perf_counter()
-        for node in (progress_bar(nodes, leave=False) if progress else nodes):
+        it = self._cached(nodes)
+        for node in (progress_bar(it, total=len(nodes), leave=False) if progress else it):
             try: s = self.probe(node, f)
             except LookupError as e: skipped[node] = str(e); continue
             except Exception as e: failed[node] = f"{type(e).__name__}: {e}"[:500]; continue
@@ -513,7 +629,7 @@ class OnnxSensitivity:
 
     def evaluate(self, model, metric=None) -> float:
         "Distance of `model`'s outputs (a path or `ModelProto`) from the float model's on the calibration inputs."
-        return output_distance(self.reference, run_feeds(model, self.feeds, providers=self.providers), self._metric(metric))
+        return self.distance_to_float(run_feeds(model, self.feeds, providers=self.providers), metric)
 
     def distance(self, nodes_to_exclude=None, metric=None) -> float:
         "Distance from float of the model quantized with `nodes_to_exclude` in float."
