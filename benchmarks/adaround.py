@@ -263,8 +263,8 @@ def fmt_md(results, meta):
          "Rows with fewer seeds than the others come from runs stopped early on this shared machine (the seeds column says how many). "
          "'own outputs': `AdaRound(through_act=False)`, each layer matches its own output (the Gram form where it costs fewer multiply-adds). "
          + (f"Merged from {len(meta['merged_from'])} runs on one machine (the dates above, in order; `benchmarks/results/adaround_parts/`): "
-            "a later run's row replaces an earlier one for the same method, W and seed, so the CPU times of one model's rows come from runs "
-            "with similar load (two benchmark processes on the two cores)." if meta.get('merged_from') else ''), ""]
+            "a later run's row replaces an earlier one for the same method, W and seed. A model's AIMET rows and its fasterquant AdaRound rows "
+            "are best compared when they come from one run (the same load); the load averages above say how busy each run's machine was." if meta.get('merged_from') else ''), ""]
     for r in results:
         L += [f"## {r['model']}", "", f"float: **{100*r['float']:.2f}%** ({r['n_test']} test images, {r['params']/1e6:.2f}M parameters)", "",
               "| method | W | accuracy % (mean) | range | Δ vs float | CPU s | CPU vs AIMET | seeds | notes |", "|---|---|---|---|---|---|---|---|---|"]

@@ -187,7 +187,7 @@ def report(results, seconds, quick):
              f"({os.cpu_count()} cores, shared; torch {torch.__version__}, onnxruntime {ort.__version__}).", "",
              "- **float**: the model as `torch.onnx.export` writes it by default (BatchNorm folded): the size and speed reference.",
              "- **fasterquant**: `Quantizer(dtype, granularity='channel', act_dtype, criteria)` on the float PyTorch model, round-to-nearest, "
-             "BatchNorm folded first, exported with `export_onnx`. W8A8: int8 weights on the min-max grid (the usual INT8 choice, as "
+             "BatchNorm folded first, exported with `export_onnx`. W8A8: int8 weights on the min-max grid, symmetric in [-127, 127] (the usual INT8 choice, as "
              "`quantize_static`'s), uint8 activations calibrated (min/max) on the 512 images. INT4 rows: the MSE grid (`criteria='mse'`). W4: INT4 weights only, timed in two sessions: `ort_session(fold_weights=True)` (`session.disable_quant_qdq=1`: "
              "weights dequantized once at load; ONNX Runtime has no INT4 conv kernel) and ONNX Runtime's default optimizations (INT4 "
              "linears fused into `MatMulNBits`, convs dequantized at every run). W4A8: INT4 weights and uint8 activations, stored as INT4 and "

@@ -78,12 +78,18 @@ class ReferenceDistance:
                  refs:list, # per batch, the list of reference outputs
                  metric='kl'): # name or function
         f = get_metric(metric)
-        self.parts = []  # (output index, out -> distance) per float output
+        self.parts, self._bufs = [], {}  # (output index, out -> distance) per float output; a scratch array per output to stack into
         for j in range(len(refs[0])):
             r = np.concatenate([np.asarray(b[j]) for b in refs])
             if not np.issubdtype(r.dtype, np.floating): continue
             prep = getattr(f, 'prepare', None)
             self.parts.append((j, prep(r) if prep is not None else (lambda o, r=r: f(r, o))))
+            if prep is not None: self._bufs[j] = np.empty_like(r)   # a prepared metric keeps nothing of its argument: the stack can be reused
+    def _stack(self, outs, j):
+        xs, buf = [np.asarray(b[j]) for b in outs], self._bufs.get(j)
+        if buf is not None and sum(len(x) for x in xs) == len(buf) and all(x.shape[1:] == buf.shape[1:] and x.dtype == buf.dtype for x in xs):
+            return np.concatenate(xs, out=buf)
+        return np.concatenate(xs)
     def __call__(self, outs:list) -> float: # per batch, the list of outputs to compare
         "The distance of `outs` from the reference."
-        return sum(g(np.concatenate([np.asarray(b[j]) for b in outs])) for j, g in self.parts)
+        return sum(g(self._stack(outs, j)) for j, g in self.parts)

@@ -374,10 +374,11 @@ def kl_prob_distance(ref:np.ndarray, out:np.ndarray, eps:float=1e-10) -> float:
 def _kl_prob_prepared(ref:np.ndarray, eps:float=1e-10):
     "`kl_prob_distance(ref, .)` with the reference's side computed once; float32 terms summed in float64 (a 32-word OCR output holds 24M probabilities)."
     p = np.clip(ref, 0, None).astype(np.float32); lp = np.log(p + np.float32(eps))
+    buf = np.empty_like(p)   # one scratch array for every call: no fresh pages per probe
     def d(out:np.ndarray) -> float:
-        lq = np.log(np.clip(out, 0, None).astype(np.float32) + np.float32(eps))
-        np.subtract(lp, lq, out=lq); lq *= p
-        return float(lq.sum(-1, dtype=np.float64).mean())
+        t = np.maximum(out, 0, out=buf if out.shape == buf.shape else None, dtype=np.float32)
+        t += np.float32(eps); np.log(t, out=t); np.subtract(lp, t, out=t); t *= p
+        return float(t.sum(-1).mean(dtype=np.float64))   # pairwise float32 sums over the classes, then a float64 mean
     return d
 
 register_metric('kl_prob', kl_prob_distance, _kl_prob_prepared)
@@ -499,18 +500,18 @@ class OnnxSensitivity:
         return [t for t in self.targets() if any(i in inits for i in by_name[t].input)]
 
     def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None, model=None) -> QDQQuantizer:
-        "ORT's `QDQQuantizer` on a copy of the model (or of `model`, a part of it), with the stored ranges and settings."
-        return QDQQuantizer(copy.deepcopy(self.model if model is None else model), self.per_channel, self.reduce_range, self.weight_type,
+        "ORT's `QDQQuantizer` on a copy of the model (or on `model`, a part of it built for the purpose: quantized in place), with the stored ranges and settings."
+        return QDQQuantizer(copy.deepcopy(self.model) if model is None else model, self.per_channel, self.reduce_range, self.weight_type,
                             self.activation_type, self.ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
                             self.op_types, self.extra_options)
 
     def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None, model=None) -> onnx.ModelProto:
-        "The QDQ model with `nodes_to_exclude` in float (reading float tensors), from the stored ranges: what `quantize` writes (`model`: a part of the model instead)."
-        model = self.model if model is None else model
+        "The QDQ model with `nodes_to_exclude` in float (reading float tensors), from the stored ranges: what `quantize` writes (`model`: a part of the model instead, consumed)."
+        quantized = quantized_nodes(self.model if model is None else model, self.op_types, nodes_to_quantize, nodes_to_exclude)
         q = self.quantizer(nodes_to_quantize, nodes_to_exclude, model)
         with _quiet(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
         m = q.model.model
-        float_reads_float(m, quantized_nodes(model, self.op_types, nodes_to_quantize, nodes_to_exclude))
+        float_reads_float(m, quantized)
         return m
 
     def probe_model(self, node:str) -> onnx.ModelProto:
@@ -519,16 +520,19 @@ class OnnxSensitivity:
 
     def _metric(self, metric): return self.metric if metric is None else metric
 
-    def distance_to_float(self, outs:list, metric=None) -> float:
-        "Distance of per-batch outputs `outs` from the float model's (the reference side of the metric prepared once per metric)."
-        metric = self._metric(metric)
-        key = metric if isinstance(metric, str) else id(metric)
-        if key not in self._dist: self._dist[key] = (metric, ReferenceDistance(self.reference, metric))  # the metric kept alive with its id
+    def _batches(self, batches): return list(range(len(self.feeds))) if batches is None else list(batches)
+
+    def distance_to_float(self, outs:list, metric=None, batches=None) -> float:
+        "Distance of per-batch outputs `outs` (of the calibration `batches`, default all) from the float model's; the metric's reference side prepared once."
+        metric, batches = self._metric(metric), self._batches(batches)
+        key = (metric if isinstance(metric, str) else id(metric), tuple(batches))
+        if key not in self._dist:  # the metric kept alive with its id
+            self._dist[key] = (metric, ReferenceDistance([self.reference[b] for b in batches], metric))
         return self._dist[key][1](outs)
 
     def _needs(self, node:str) -> set:
         "The float activations `node`'s downstream part reads (the model's own inputs come from the feeds)."
-        return set(self._cut(node)[1]) - {i.name for i in self.model.graph.input}
+        return set(self._cut(node)[0]) - {i.name for i in self.model.graph.input}
 
     def _with_outputs(self, tensors:list):
         "A session of the float model that also returns `tensors` (those with a known type; the rest are dropped from the list)."
@@ -538,13 +542,13 @@ class OnnxSensitivity:
         g.output.extend(vi[t] for t in tensors)
         return ort_session(m, providers=self.providers), tensors
 
-    def cache_groups(self, nodes:list) -> list[list[str]]:
-        "`nodes`, in order, split into groups whose downstream parts' float activations fit `cache_mb` together: one float run caches a group."
+    def cache_groups(self, nodes:list, batches=None) -> list[list[str]]:
+        "`nodes`, in order, split into groups whose downstream parts' float activations (on `batches`) fit `cache_mb` together: one float run caches a group."
         if self.cut_off or not nodes: return [list(nodes)]
         needs = {n: self._needs(n) for n in nodes}
         try:
             s, ts = self._with_outputs(sorted(set().union(*needs.values())))
-            size = {t: a.nbytes * len(self.feeds) for t, a in zip(ts, s.run(ts, self.feeds[0]))}  # one batch, times the batches
+            size = {t: a.nbytes * len(self._batches(batches)) for t, a in zip(ts, s.run(ts, self.feeds[0]))}  # one batch, times the batches
         except Exception as e:  # ORT refuses the model with extra outputs: probes run whole, as they used to
             self.cut_off = f"keeping activations failed ({type(e).__name__}: {str(e)[:200]})"
             return [list(nodes)]
@@ -556,49 +560,53 @@ class OnnxSensitivity:
             cur.append(n); have |= add; total += sum(size.get(t, 0) for t in add)
         return groups + [cur]
 
-    def _cached(self, nodes:list):
-        "`nodes` in order, each group's activations cached before its first node comes."
-        for g in self.cache_groups(nodes):
-            if not self.cut_off: self.cache_inputs(g)
+    def _cached(self, nodes:list, batches=None):
+        "`nodes` in order, each group's activations (on `batches`) cached before its first node comes."
+        for g in self.cache_groups(nodes, batches):
+            if not self.cut_off: self.cache_inputs(g, batches)
             yield from g
 
-    def cache_inputs(self, nodes:list) -> bool:
-        "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read, from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
+    def cache_inputs(self, nodes:list, batches=None) -> bool:
+        "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read on `batches` (default all), from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
         for a in self._acts: a.clear()
         if self.cut_off: return False
         s, need = self._with_outputs(sorted(set().union(*(self._needs(n) for n in nodes))))
-        total = 0
-        for k, (acts, f) in enumerate(zip(self._acts, self.feeds)):
-            acts.update(zip(need, s.run(need, f)))
-            total += sum(acts[t].nbytes for t in need)
-            if total * len(self.feeds) / (k + 1) > self.cache_mb * 2**20:  # the projected cache over every batch
+        batches, total = self._batches(batches), 0
+        for k, b in enumerate(batches):
+            self._acts[b].update(zip(need, s.run(need, self.feeds[b])))
+            total += sum(self._acts[b][t].nbytes for t in need)
+            if total * len(batches) / (k + 1) > self.cache_mb * 2**20:  # the projected cache over the batches
                 for a in self._acts: a.clear()
                 return False
         return True
 
     def _cut(self, node:str):
-        "`node`'s downstream part (`downstream_model`), computed once."
-        if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node)
+        "`node`'s downstream part: `(input names, indices of the model outputs it computes)`, computed once (the part itself is built per probe)."
+        if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node)[1:]
         return self._cuts[node]
 
-    def probe_outputs(self, node:str) -> list:
-        "Per batch, the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand."
+    def probe_outputs(self, node:str, batches=None) -> list:
+        "Per calibration batch (of `batches`, default all), the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand."
+        batches = self._batches(batches)
         if not self.cut_off:
-            sub, inputs, out_idx = self._cut(node)
-            feeds = [{t: (a[t] if t in a else f[t]) for t in inputs} for a, f in zip(self._acts, self.feeds)]
-            if all(t in feeds[0] for t in inputs):
+            inputs, out_idx = self._cut(node)
+            feeds = [{t: (self._acts[b][t] if t in self._acts[b] else self.feeds[b][t]) for t in inputs if t in self._acts[b] or t in self.feeds[b]}
+                     for b in batches]
+            if all(len(f) == len(inputs) for f in feeds):
+                sub = downstream_model(self.model, node)[0]; n_qdq = _n_qdq(sub)
                 m = self.quantized_model(nodes_to_quantize=[node], model=sub)
-                if _n_qdq(m) == _n_qdq(sub): raise LookupError("onnxruntime inserts no quantization for this node on its own")
+                if _n_qdq(m) == n_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
                 outs = run_feeds(m, feeds, providers=self.providers)
-                return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
+                return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(self.reference[b])] for o, b in zip(outs, batches)]
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        return run_feeds(m, self.feeds, providers=self.providers)
+        return run_feeds(m, [self.feeds[b] for b in batches], providers=self.providers)
 
-    def probe(self, node:str, metric=None) -> float:
-        "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
-        if not self.cut_off and not self._needs(node) <= set(self._acts[0]): self.cache_inputs([node])
-        return self.distance_to_float(self.probe_outputs(node), metric)
+    def probe(self, node:str, metric=None, batches=None) -> float:
+        "Distance of the outputs when only `node` is quantized (on the calibration `batches`, default all); raises `LookupError` if ORT quantizes nothing for it."
+        batches = self._batches(batches)
+        if not self.cut_off and not all(self._needs(node) <= set(self._acts[b]) for b in batches): self.cache_inputs([node], batches)
+        return self.distance_to_float(self.probe_outputs(node, batches), metric, batches)
 
     def score(self,
               nodes:list=None, # node names to score (default: `targets()`)
@@ -615,9 +623,9 @@ class OnnxSensitivity:
         for node in (progress_bar(it, total=len(nodes), leave=False) if progress else it):
             try: s = self.probe(node, f)
             except LookupError as e: skipped[node] = str(e); continue
-            except Exception as e: failed[node] = f"{type(e).__name__}: {e}"[:500]; continue
+            except Exception as e: failed[node] = f"{type(e).__name__}: {e}"[:500]; scores.pop(node, None); continue
             if math.isfinite(s): scores[node] = max(s, 0.0)  # KL can round to a hair below 0
-            else: failed[node] = f"non-finite {metric_name(metric)} score {s}"
+            else: failed[node] = f"non-finite {metric_name(metric)} score {s}"; scores.pop(node, None)
         return Sensitivity(scores, failed, metric_name(metric), {n: kinds.get(n, '') for n in nodes},
                            skipped, time.perf_counter() - t0)
 
