@@ -79,11 +79,14 @@ def markdown(res) -> str:
                  f"{r['vs_before']:.2f}x vs before ({'met' if r['vs_before'] >= 4 else 'missed'}).")
     L += ['', "**Reading.** A probe used to be: quantize the whole model with one node quantized, open a session, run every calibration input "
           "through the whole model, then compute the distance with the reference's side (a log-softmax or logarithm of every reference output) "
-          "again. Now the reference's side is computed once (on PP-OCRv6's 32 × 40 × 18,710 probabilities that alone was about half of a probe), and a probe "
+          "again. Now the reference's side is computed once (on PP-OCRv6 that is a logarithm of 32 × 40 × 18,710 probabilities per probe saved), and a probe "
           "quantizes, opens and runs only the nodes its node can reach, fed with float activations kept from one extra float run: a node near the "
           "output costs a small part of a forward pass, the first node a whole one. The forward work left is what a probe must do: "
           "the targets' downstream forward passes over the calibration inputs. The scores are the same up to float rounding (ONNX Runtime may fuse "
-          "differently across a cut).", '']
+          "differently across a cut). What is left per probe: quantizing the node in its part (ORT's quantizer), opening a session, the part's "
+          "forward pass and the distance; the issue's 4x and 20x would need several probes per "
+          "forward pass (one session serving every probe), which an earlier version of this script measured as slower than separate sessions "
+          "(every weight and activation behind an `If` loses ONNX Runtime's weight pre-packing and fusions).", '']
     return '\n'.join(L)
 
 def main():
