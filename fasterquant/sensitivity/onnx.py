@@ -480,7 +480,7 @@ class OnnxSensitivity:
         else: check_metric(metric, self.reference); self.metric, self.metric_reason = metric, 'given'
         self._base_qdq = _n_qdq(self.model)
         self._dist, self._acts, self._cuts = {}, [{} for _ in self.feeds], {}
-        self.cut_off = None if cache_mb > 0 else 'cache_mb=0'  # why probes run the whole model, if they do
+        self.cut_off = None if cache_mb > 0 else f'cache_mb={cache_mb:g}'  # why probes run the whole model, if they do
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in self.model.graph.node for a in n.attribute):
             self.cut_off = 'the model has control flow (If/Loop/Scan)'
 
