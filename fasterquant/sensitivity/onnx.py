@@ -570,7 +570,10 @@ class OnnxSensitivity:
         "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read on `batches` (default all), from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
         for a in self._acts: a.clear()
         if self.cut_off: return False
-        s, need = self._with_outputs(sorted(set().union(*(self._needs(n) for n in nodes))))
+        try: s, need = self._with_outputs(sorted(set().union(*(self._needs(n) for n in nodes))))
+        except Exception as e:  # ORT refuses the model with extra outputs: probes run whole, as they used to
+            self.cut_off = f"keeping activations failed ({type(e).__name__}: {str(e)[:200]})"
+            return False
         batches, total = self._batches(batches), 0
         for k, b in enumerate(batches):
             self._acts[b].update(zip(need, s.run(need, self.feeds[b])))
