@@ -520,65 +520,59 @@ class OnnxSensitivity:
 
     def _metric(self, metric): return self.metric if metric is None else metric
 
-    def _batches(self, batches): return list(range(len(self.feeds))) if batches is None else list(batches)
-
-    def distance_to_float(self, outs:list, metric=None, batches=None) -> float:
-        "Distance of per-batch outputs `outs` (of the calibration `batches`, default all) from the float model's; the metric's reference side prepared once."
-        metric, batches = self._metric(metric), self._batches(batches)
-        key = (metric if isinstance(metric, str) else id(metric), tuple(batches))
-        if key not in self._dist:  # the metric kept alive with its id
-            self._dist[key] = (metric, ReferenceDistance([self.reference[b] for b in batches], metric))
+    def distance_to_float(self, outs:list, metric=None) -> float:
+        "Distance of per-batch outputs `outs` from the float model's (the metric's reference side prepared once per metric)."
+        metric = self._metric(metric)
+        key = metric if isinstance(metric, str) else id(metric)
+        if key not in self._dist: self._dist[key] = (metric, ReferenceDistance(self.reference, metric))  # the metric kept alive with its id
         return self._dist[key][1](outs)
 
     def _needs(self, node:str) -> set:
         "The float activations `node`'s downstream part reads (the model's own inputs come from the feeds)."
         return set(self._cut(node)[0]) - {i.name for i in self.model.graph.input}
 
-    def _with_outputs(self, tensors:list):
-        "A session of the float model that also returns `tensors` (those with a known type; the rest are dropped from the list)."
+    def _with_outputs(self, nodes:list):
+        "A session of the float model that also returns the activations `nodes`' downstream parts read (those of known type), and their names; None where ORT refuses it (probes then run whole, and `cut_off` says why)."
         m = onnx.ModelProto(); m.CopyFrom(self.model); g = m.graph
         vi = {v.name: v for v in g.value_info}
-        tensors = [t for t in tensors if t in vi]  # a tensor without a known type cannot be an output: its nodes run whole
+        tensors = sorted(t for t in set().union(*(self._needs(n) for n in nodes)) if t in vi)  # a tensor of unknown type cannot be an output: its nodes run whole
         g.output.extend(vi[t] for t in tensors)
-        return ort_session(m, providers=self.providers), tensors
-
-    def cache_groups(self, nodes:list, batches=None) -> list[list[str]]:
-        "`nodes`, in order, split into groups whose downstream parts' float activations (on `batches`) fit `cache_mb` together: one float run caches a group."
-        if self.cut_off or not nodes: return [list(nodes)]
-        needs = {n: self._needs(n) for n in nodes}
-        try:
-            s, ts = self._with_outputs(sorted(set().union(*needs.values())))
-            size = {t: a.nbytes * len(self._batches(batches)) for t, a in zip(ts, s.run(ts, self.feeds[0]))}  # one batch, times the batches
-        except Exception as e:  # ORT refuses the model with extra outputs: probes run whole, as they used to
+        try: return ort_session(m, providers=self.providers), tensors
+        except Exception as e:
             self.cut_off = f"keeping activations failed ({type(e).__name__}: {str(e)[:200]})"
-            return [list(nodes)]
+            return None
+
+    def cache_groups(self, nodes:list) -> list[list[str]]:
+        "`nodes`, in order, split into groups whose downstream parts' float activations fit `cache_mb` together: one float run caches a group."
+        got = None if self.cut_off or not nodes else self._with_outputs(nodes)
+        if got is None: return [list(nodes)]
+        s, ts = got
+        size = {t: a.nbytes * len(self.feeds) for t, a in zip(ts, s.run(ts, self.feeds[0]))}  # one batch, times the batches
         groups, cur, have, total = [], [], set(), 0
         for n in nodes:
-            add = needs[n] - have
+            add = self._needs(n) - have
             if cur and total + sum(size.get(t, 0) for t in add) > self.cache_mb * 2**20:
-                groups.append(cur); cur, have, total = [], set(), 0; add = needs[n]
+                groups.append(cur); cur, have, total = [], set(), 0; add = self._needs(n)
             cur.append(n); have |= add; total += sum(size.get(t, 0) for t in add)
         return groups + [cur]
 
-    def _cached(self, nodes:list, batches=None):
-        "`nodes` in order, each group's activations (on `batches`) cached before its first node comes."
-        for g in self.cache_groups(nodes, batches):
-            if not self.cut_off: self.cache_inputs(g, batches)
+    def _cached(self, nodes:list):
+        "`nodes` in order, each group's activations cached before its first node comes."
+        for g in self.cache_groups(nodes):
+            if not self.cut_off: self.cache_inputs(g)
             yield from g
 
-    def cache_inputs(self, nodes:list, batches=None) -> bool:
-        "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read on `batches` (default all), from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
+    def cache_inputs(self, nodes:list) -> bool:
+        "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read, from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
         for a in self._acts: a.clear()
-        if self.cut_off: return False
-        try: s, need = self._with_outputs(sorted(set().union(*(self._needs(n) for n in nodes))))
-        except Exception as e:  # ORT refuses the model with extra outputs: probes run whole, as they used to
-            self.cut_off = f"keeping activations failed ({type(e).__name__}: {str(e)[:200]})"
-            return False
-        batches, total = self._batches(batches), 0
-        for k, b in enumerate(batches):
-            self._acts[b].update(zip(need, s.run(need, self.feeds[b])))
-            total += sum(self._acts[b][t].nbytes for t in need)
-            if total * len(batches) / (k + 1) > self.cache_mb * 2**20:  # the projected cache over the batches
+        got = None if self.cut_off else self._with_outputs(nodes)
+        if got is None: return False
+        s, need = got
+        total = 0
+        for k, (acts, f) in enumerate(zip(self._acts, self.feeds)):
+            acts.update(zip(need, s.run(need, f)))
+            total += sum(acts[t].nbytes for t in need)
+            if total * len(self.feeds) / (k + 1) > self.cache_mb * 2**20:  # the projected cache over every batch
                 for a in self._acts: a.clear()
                 return False
         return True
@@ -588,28 +582,25 @@ class OnnxSensitivity:
         if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node)[1:]
         return self._cuts[node]
 
-    def probe_outputs(self, node:str, batches=None) -> list:
-        "Per calibration batch (of `batches`, default all), the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand."
-        batches = self._batches(batches)
+    def probe_outputs(self, node:str) -> list:
+        "Per calibration batch, the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand."
         if not self.cut_off:
             inputs, out_idx = self._cut(node)
-            feeds = [{t: (self._acts[b][t] if t in self._acts[b] else self.feeds[b][t]) for t in inputs if t in self._acts[b] or t in self.feeds[b]}
-                     for b in batches]
+            feeds = [{t: (a[t] if t in a else f[t]) for t in inputs if t in a or t in f} for a, f in zip(self._acts, self.feeds)]
             if all(len(f) == len(inputs) for f in feeds):
                 sub = downstream_model(self.model, node)[0]; n_qdq = _n_qdq(sub)
                 m = self.quantized_model(nodes_to_quantize=[node], model=sub)
                 if _n_qdq(m) == n_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
                 outs = run_feeds(m, feeds, providers=self.providers)
-                return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(self.reference[b])] for o, b in zip(outs, batches)]
+                return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        return run_feeds(m, [self.feeds[b] for b in batches], providers=self.providers)
+        return run_feeds(m, self.feeds, providers=self.providers)
 
-    def probe(self, node:str, metric=None, batches=None) -> float:
-        "Distance of the outputs when only `node` is quantized (on the calibration `batches`, default all); raises `LookupError` if ORT quantizes nothing for it."
-        batches = self._batches(batches)
-        if not self.cut_off and not all(self._needs(node) <= set(self._acts[b]) for b in batches): self.cache_inputs([node], batches)
-        return self.distance_to_float(self.probe_outputs(node, batches), metric, batches)
+    def probe(self, node:str, metric=None) -> float:
+        "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
+        if not self.cut_off and not self._needs(node) <= set(self._acts[0]): self.cache_inputs([node])
+        return self.distance_to_float(self.probe_outputs(node), metric)
 
     def score(self,
               nodes:list=None, # node names to score (default: `targets()`)
