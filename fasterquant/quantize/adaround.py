@@ -17,8 +17,8 @@ from .layerwise import (LayerwiseCriteria, LayerJob, BlockJob, run_layerwise, ru
 from .quantizer import Quantizer
 
 # %% auto #0
-__all__ = ['ZETA', 'GAMMA', 'BUILD_COST', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule', 'gram_pays',
-           'reconstruct', 'AdaRound', 'adaround_quantize']
+__all__ = ['ZETA', 'GAMMA', 'COMPACT', 'BUILD_COST', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule',
+           'gram_pays', 'reconstruct', 'AdaRound', 'adaround_quantize']
 
 # %% ../../nbs/quantize/09_adaround.ipynb #42078bed
 ZETA, GAMMA = 1.1, -0.1
@@ -32,11 +32,14 @@ def inv_rect_sigmoid(h:Tensor) -> Tensor:
     return -torch.log((ZETA - GAMMA) / (h.clamp(0, 1) - GAMMA) - 1)
 
 # %% ../../nbs/quantize/09_adaround.ipynb #84973ce6
+COMPACT = 0.8  # learn only the entries that matter once they are fewer than this fraction (gathering them costs about two passes)
+
 class SoftRounding(nn.Module):
     "Learned rounding of one weight on `spec`'s grid: integers `clamp(floor(W/s) + zp + h(V), qmin, qmax)`."
     def __init__(self,
                  w:Tensor, # the float weight
-                 spec:QuantSpec): # its round-to-nearest spec: the grid (scale, zero point, qmin/qmax) to keep
+                 spec:QuantSpec, # its round-to-nearest spec: the grid (scale, zero point, qmin/qmax) to keep
+                 live:Tensor=None): # bool mask shaped like `w`: the weights that can change the output (`LayerJob.live_weights`); None: all
         super().__init__()
         s, zp = spec.expanded()
         s, zp = s.float(), zp.float()
@@ -45,20 +48,36 @@ class SoftRounding(nn.Module):
         up = round_half_even(x) - base  # RTN's decision, ties to even included
         v = inv_rect_sigmoid(x - base)
         v = torch.where(up > 0, v.clamp(min=0), v.clamp(max=-1e-4))
-        self.v = nn.Parameter(v.contiguous())
         b = base + zp
         free = (b >= spec.qmin) & (b < spec.qmax)  # both neighbours on the grid: the decision matters
-        self.register_buffer('b', b.contiguous())
-        self.register_buffer('w0', ((b.clamp(spec.qmin, spec.qmax) - zp) * s).contiguous())  # the weight at h = 0
-        self.register_buffer('fs', (s * free).contiguous())  # d weight / d h
-        self.qmin, self.qmax = spec.qmin, spec.qmax
+        if live is not None: free &= live.to(free.device)
+        self.shape, self.qmin, self.qmax = w.shape, spec.qmin, spec.qmax
+        w0, fs = (b.clamp(spec.qmin, spec.qmax) - zp) * s, s * free  # the weight at h = 0; d weight / d h
+        idx = None
+        if int(free.sum()) < COMPACT * free.numel():  # learn only the decisions that matter: the others keep RTN's integers
+            idx = free.flatten().nonzero().squeeze(1)
+            q0 = (b + up).clamp(spec.qmin, spec.qmax)
+            self.register_buffer('q0', q0.contiguous())                   # RTN's integers
+            self.register_buffer('w_rtn', ((q0 - zp) * s).contiguous())   # and weight
+        pick = (lambda t: t.contiguous()) if idx is None else (lambda t: t.reshape(-1)[idx].contiguous())
+        self.register_buffer('idx', idx)   # flat indices of the learned entries, or None: every entry
+        self.v = nn.Parameter(pick(v))
+        self.register_buffer('b', pick(b))
+        self.register_buffer('w0', pick(w0))
+        self.register_buffer('fs', pick(fs))
     def h(self) -> Tensor: return rect_sigmoid(self.v)
-    def soft_weight(self, h:Tensor=None) -> Tensor:
-        "The relaxed fake-quantized weight `(clamp(b + h, qmin, qmax) - zp) * s`, differentiable in `v` (or from a given `h`)."
+    def soft_values(self, h:Tensor=None) -> Tensor:
+        "The relaxed fake-quantized values `(clamp(b + h, qmin, qmax) - zp) * s` of the learned entries, differentiable in `v` (or from a given `h`)."
         return torch.addcmul(self.w0, self.h() if h is None else h, self.fs)
+    def soft_weight(self, h:Tensor=None) -> Tensor:
+        "The relaxed fake-quantized weight: `soft_values` in place, RTN's weight elsewhere."
+        ws = self.soft_values(h)
+        return ws if self.idx is None else self.w_rtn.reshape(-1).index_copy(0, self.idx, ws).view(self.shape)
     def hard_q(self) -> Tensor:
         "The integers of the current decisions (`h >= 0.5`)."
-        return (self.b + (self.v.detach() >= 0).float()).clamp(self.qmin, self.qmax).to(torch.int32)
+        q = (self.b + (self.v.detach() >= 0).float()).clamp(self.qmin, self.qmax)
+        if self.idx is not None: q = self.q0.reshape(-1).index_copy(0, self.idx, q).view(self.shape)
+        return q.to(torch.int32)
     def reg(self, beta:float) -> Tensor:
         "The rounding regulariser `sum(1 - |2h - 1|^beta)`: 0 only when every `h` is 0 or 1."
         return (1 - (2 * self.h() - 1).abs().pow(beta)).sum()
@@ -68,7 +87,8 @@ class SoftRounding(nn.Module):
         return int(((h > tol) & (h < 1 - tol)).sum())
     @torch.no_grad()
     def grad_v(self, grad_w:Tensor, beta:float=None, lam:float=0., sig:Tensor=None, h:Tensor=None) -> Tensor:
-        "Gradient wrt `v` of `loss(soft_weight) + lam * reg(beta)`, given `grad_w` = d loss / d soft_weight (and `sigmoid(v)`, `h` if at hand)."
+        "Gradient wrt `v` of `loss(soft_weight) + lam * reg(beta)`, given `grad_w` = d loss / d soft_weight or d loss / d soft_values (and `sigmoid(v)`, `h` if at hand)."
+        if self.idx is not None and grad_w.numel() != self.v.numel(): grad_w = grad_w.reshape(-1).index_select(0, self.idx)
         sig = torch.sigmoid(self.v) if sig is None else sig
         h = (sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1) if h is None else h
         live = (h > 0).logical_and_(h < 1)  # a clipped h is a final decision: no gradient
@@ -100,10 +120,11 @@ def gram_pays(job:LayerJob, # a layer whose target is its own output
     "Whether building `QuadraticRecon` once and iterating on it costs less than `iters` minibatches of `bs` samples (multiply-adds, the build's weighted)."
     r = layer_rows(job.layer, job.x[:1].float())
     g, c, per = r.shape[0], r.shape[1], r.shape[2]   # groups, columns per group, rows per sample
+    live = int(job.live_columns().any(0).sum())      # the form lives on the columns some input reaches; a minibatch multiplies them all
     out, n = job.weight.shape[0], len(job)
-    build = n * per * c * (g * c + out)              # H and D over every sample
+    build = n * per * live * (g * live + out)        # H and D over every sample
     if g == 1: build *= BUILD_COST                   # dense: unfolding and copying the rows costs more than a convolution's multiply-add
-    gram, minibatch = out * c * c, 3 * min(bs, n) * per * out * c  # per iteration: ΔW·H; forward + weight gradient + elementwise
+    gram, minibatch = out * live * live, 3 * min(bs, n) * per * out * c  # per iteration: ΔW·H; forward + weight gradient + elementwise
     return build + iters * gram < iters * minibatch
 
 def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `BlockJob` (a block of layers, see `run_blockwise`)
@@ -129,6 +150,7 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
     quad = None
     if not block and solver != 'minibatch' and job.own_output and type(job.layer) in ROW_LAYERS and (solver == 'gram' or gram_pays(job, iters, bs)):
         quad = QuadraticRecon(job)
+    on_values = None if quad is None or rounding.idx is None else quad.on_entries(rounding.idx, rounding.w_rtn)  # only the learned entries, never the whole weight
     rec_of = (lambda w: quad(w)[0]) if quad is not None else (lambda w: job.loss(idx0, w))  # the Gram form: every sample, exactly
     stats = dict(iters=0, settled=False, solver='gram' if quad is not None else 'minibatch')
     with torch.no_grad(): stats['rec_start'] = float(rec_of(weights(lambda r, sr: sr.soft_weight())))
@@ -147,8 +169,9 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
             with torch.no_grad():
                 sig = torch.sigmoid(sr.v)
                 h = (sig * (ZETA - GAMMA) + GAMMA).clamp_(0, 1)
-                w = sr.soft_weight(h)
-            if quad is not None: rec, gw = quad(w)
+                w = sr.soft_values(h) if on_values is not None else sr.soft_weight(h)
+            if on_values is not None: rec, gw = on_values(w)
+            elif quad is not None: rec, gw = quad(w)
             else:
                 w.requires_grad_(True)
                 rec = job.loss(win, w)
@@ -209,7 +232,7 @@ class AdaRound(LayerwiseCriteria):
         return qs
     def fit_layer(self, job:LayerJob, p:dict):
         "Learn the rounding of `job`'s layer; returns its integers and statistics."
-        sr = SoftRounding(job.weight, job.spec).to(job.weight.device)
+        sr = SoftRounding(job.weight, job.spec, job.live_weights()).to(job.weight.device)
         st = reconstruct(job, sr, **{k: p[k] for k in _RECON_ARGS})
         return sr.hard_q(), st
 

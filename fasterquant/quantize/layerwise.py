@@ -20,8 +20,8 @@ from ..core.utils import run_model, model_device
 
 # %% auto #0
 __all__ = ['ROW_LAYERS', 'ENGINE_DEFAULTS', 'recon_loss', 'ReconJob', 'LayerJob', 'post_chain', 'layer_rows', 'row_chunks',
-           'out_rows', 'QuadraticRecon', 'run_layerwise', 'check_int', 'check_pos', 'LayerwiseCriteria', 'auto_blocks',
-           'BlockJob', 'run_blockwise']
+           'out_rows', 'live_columns', 'QuadraticRecon', 'run_layerwise', 'check_int', 'check_pos', 'LayerwiseCriteria',
+           'auto_blocks', 'BlockJob', 'run_blockwise']
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #ef1ee1d1
 def recon_loss(out:Tensor, target:Tensor, dim:int=1) -> Tensor:
@@ -70,6 +70,16 @@ class LayerJob(ReconJob):
     def output(self, x:Tensor, w:Tensor) -> Tensor:
         "The layer's output on inputs `x` with weight `w`, continued through `post`: what is compared with `y`."
         return self.post(self._fwd(x.float(), w))
+    def live_columns(self) -> Tensor:
+        "`live_columns` of the layer on the cached inputs (computed once), or None for a layer `layer_rows` does not unfold."
+        if type(self.layer) not in ROW_LAYERS: return None
+        if not hasattr(self, '_live'): self._live = live_columns(self.layer, self.x)
+        return self._live
+    def live_weights(self) -> Tensor:
+        "A bool mask shaped like the weight: the weights some cached input reaches (only they can change the output), or None if all are."
+        cols = self.live_columns()
+        if cols is None or bool(cols.all()): return None
+        return cols.repeat_interleave(self.weight.shape[0] // cols.shape[0], 0).reshape(self.weight.shape)
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #d8b9b5dc
 _PASS_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d)
@@ -165,6 +175,12 @@ def out_rows(layer:nn.Module, # a Linear, Conv1d or Conv2d
     n, o, g = y.shape[0], y.shape[1], layer.groups
     return y.reshape(n, g, o // g, -1).permute(1, 2, 0, 3).reshape(g, o // g, -1)
 
+def live_columns(layer:nn.Module, # a Linear, Conv1d or Conv2d
+                 x:Tensor) -> Tensor: # its inputs [N, ...]
+    "`[groups, columns]` bool: True where some row of `layer_rows(layer, x)` is nonzero: the weight columns the output depends on."
+    a = x.abs().sum(0, keepdim=True, dtype=torch.float32)   # one sample holding every magnitude: its row entry is 0 only if it is 0 in every sample
+    return layer_rows(layer, a).sum(-1) > 0
+
 class QuadraticRecon:
     "A layer's `recon_loss` on all its cached samples as a quadratic form in its weight: `loss(W̃) = Σ ΔW·H·ΔWᵀ + 2 Σ ΔW·D + r2`."
     def __init__(self,
@@ -174,10 +190,14 @@ class QuadraticRecon:
         if not (job.own_output and type(layer) in ROW_LAYERS):
             raise ValueError(f"{job.name}: the loss is quadratic only for a Linear/Conv1d/Conv2d whose target is its own output")
         g = getattr(layer, 'groups', 1)
-        self.W = job.weight.detach().float().reshape(g, self.shape[0] // g, -1)
+        live = job.live_columns().any(0)   # columns no cached input reaches add nothing to H or D: the form lives on the others
+        self.cols = None if bool(live.all()) else live.nonzero().squeeze(1)
+        self.grouped = (g, self.shape[0] // g, self.shape.numel() // self.shape[0])   # the weight as [groups, rows, columns]
+        self.W = self._cols(job.weight.detach().float())
         b = 0. if layer.bias is None else layer.bias.detach().float().reshape(g, -1, 1)
         H = D = None; r2, m = 0., 0
         for sl, r in row_chunks(layer, job.x, max_chunk):
+            if self.cols is not None: r = r.index_select(1, self.cols)
             e = torch.bmm(self.W, r).add_(b).sub_(out_rows(layer, job.y[sl].float()))  # what the quantized inputs alone cost
             rt = r.transpose(1, 2)
             h, d = torch.bmm(r, rt), torch.bmm(e, rt)
@@ -185,11 +205,37 @@ class QuadraticRecon:
             D = d if D is None else D.add_(d)
             r2 += float(e.double().pow(2).sum()); m += r.shape[-1]
         self.H, self.D, self.r2, self.n_rows = H.div_(m), D.div_(m), r2 / m, m
+    def _cols(self, w:Tensor) -> Tensor:
+        "`w` as `[groups, rows, columns]`, only the live columns."
+        w = w.reshape(self.grouped)
+        return w if self.cols is None else w.index_select(2, self.cols)
+    def _loss(self, dw:Tensor):
+        "`(loss, d loss / d dw)` at `dw = W̃ - W` on the live columns."
+        hd = torch.bmm(dw, self.H)
+        return (dw * (hd + 2 * self.D)).sum() + self.r2, hd.add_(self.D).mul_(2)
     def __call__(self, w:Tensor):
         "`(loss, d loss / d w)` at weight `w`."
-        dw = w.float().reshape(self.W.shape) - self.W
-        hd = torch.bmm(dw, self.H)
-        return (dw * (hd + 2 * self.D)).sum() + self.r2, (hd.add_(self.D).mul_(2)).reshape(self.shape)
+        loss, g = self._loss(self._cols(w.float()) - self.W)
+        if self.cols is not None:   # no gradient on the columns no input reaches
+            g = g.new_zeros(self.grouped).index_copy_(2, self.cols, g)
+        return loss, g.reshape(self.shape)
+    def on_entries(self,
+                   idx:Tensor, # flat indices of the weight entries that vary
+                   base:Tensor): # the weight, giving the value of every other entry
+        "`f(values) -> (loss, d loss / d values)`: the loss as a function of the weight's entries at `idx` alone (each must lie in a live column)."
+        k = self.grouped[2]
+        c = k if self.cols is None else len(self.cols)
+        pos = torch.arange(k, device=idx.device) if self.cols is None else torch.full((k,), -1, dtype=torch.long, device=idx.device).index_copy_(
+            0, self.cols, torch.arange(c, device=idx.device))
+        at = pos[idx % k]
+        if bool((at < 0).any()): raise ValueError("on_entries: an index lies in a column no cached input reaches")
+        sub = idx // k * c + at                      # the same entries in the `[groups, rows, live columns]` layout
+        w = self.W.reshape(-1)
+        d0, w_at = (self._cols(base.float()).reshape(-1) - w), w[sub]
+        def f(values):
+            loss, g = self._loss(d0.index_copy(0, sub, values - w_at).view(self.W.shape))
+            return loss, g.reshape(-1).index_select(0, sub)
+        return f
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #e205eb50
 def _get_attr(model, target):
