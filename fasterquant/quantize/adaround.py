@@ -223,7 +223,8 @@ class AdaRound(LayerwiseCriteria):
         return 'blocks' + (f" (split into layers: {', '.join(split)})" if split else '')
     def _fit_block(self, job, p):
         t0 = time.perf_counter()
-        srs = {r: SoftRounding(w, sp).to(w.device) for r, (_, sp, w) in job.layers.items()}
+        live = job.live_weights()
+        srs = {r: SoftRounding(w, sp, live[r]).to(w.device) for r, (_, sp, w) in job.layers.items()}
         st = reconstruct(job, srs, **{k: p[k] for k in _RECON_ARGS})
         qs = {job.layers[r][0]: sr.hard_q() for r, sr in srs.items()}
         for r, (n, sp, _) in job.layers.items():

@@ -20,8 +20,8 @@ from ..core.utils import run_model, model_device
 
 # %% auto #0
 __all__ = ['ROW_LAYERS', 'ENGINE_DEFAULTS', 'recon_loss', 'ReconJob', 'LayerJob', 'post_chain', 'layer_rows', 'row_chunks',
-           'out_rows', 'live_columns', 'QuadraticRecon', 'run_layerwise', 'check_int', 'check_pos', 'LayerwiseCriteria',
-           'auto_blocks', 'BlockJob', 'run_blockwise']
+           'out_rows', 'live_columns', 'spread_columns', 'QuadraticRecon', 'run_layerwise', 'check_int', 'check_pos',
+           'LayerwiseCriteria', 'auto_blocks', 'BlockJob', 'run_blockwise']
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #ef1ee1d1
 def recon_loss(out:Tensor, target:Tensor, dim:int=1) -> Tensor:
@@ -77,9 +77,7 @@ class LayerJob(ReconJob):
         return self._live
     def live_weights(self) -> Tensor:
         "A bool mask shaped like the weight: the weights some cached input reaches (only they can change the output), or None if all are."
-        cols = self.live_columns()
-        if cols is None or bool(cols.all()): return None
-        return cols.repeat_interleave(self.weight.shape[0] // cols.shape[0], 0).reshape(self.weight.shape)
+        return spread_columns(self.live_columns(), self.weight.shape)
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #d8b9b5dc
 _PASS_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d)
@@ -180,6 +178,12 @@ def live_columns(layer:nn.Module, # a Linear, Conv1d or Conv2d
     "`[groups, columns]` bool: True where some row of `layer_rows(layer, x)` is nonzero: the weight columns the output depends on."
     a = x.abs().sum(0, keepdim=True, dtype=torch.float32)   # one sample holding every magnitude: its row entry is 0 only if it is 0 in every sample
     return layer_rows(layer, a).sum(-1) > 0
+
+def spread_columns(cols:Tensor, # `[groups, columns]` bool, from `live_columns` (or None)
+                   shape) -> Tensor: # the weight's shape
+    "`cols` as a mask shaped like the weight (each output row takes its group's columns), or None when every column is live."
+    if cols is None or bool(cols.all()): return None
+    return cols.repeat_interleave(shape[0] // cols.shape[0], 0).reshape(shape)
 
 class QuadraticRecon:
     "A layer's `recon_loss` on all its cached samples as a quadratic form in its weight: `loss(W̃) = Σ ΔW·H·ΔWᵀ + 2 Σ ΔW·D + r2`."
@@ -518,6 +522,20 @@ class BlockJob(ReconJob):
     def output(self, x:Tensor, weights:dict) -> Tensor:
         "The block's output on `x` with `weights` (relative name -> weight) for its quantized layers."
         return functional_call(self.block, {(f"{r}.weight" if r else 'weight'): w for r, w in weights.items()}, (x.float(),))
+    def live_weights(self, chunk:int=256) -> dict:
+        "Relative layer name -> `spread_columns` mask of the weights its inputs reach in one pass of the block over the cached inputs (None: all, or not a `ROW_LAYERS` type)."
+        mods, sums, hs = dict(self.block.named_modules()), {}, []
+        def grab(r, a):
+            s = a[0].detach().abs().sum(0, keepdim=True, dtype=torch.float32)   # summed magnitudes: 0 only where every sample is 0
+            sums[r] = s if r not in sums else sums[r].add_(s)
+        for r in self.layers:
+            if type(mods[r]) in ROW_LAYERS: hs.append(mods[r].register_forward_pre_hook(lambda m, a, r=r: grab(r, a)))
+        try:
+            with torch.no_grad():
+                for i in range(0, len(self.x), chunk): self.block(self.x[i:i + chunk].float())
+        finally:
+            for h in hs: h.remove()
+        return {r: spread_columns(live_columns(mods[r], sums[r]), w.shape) if r in sums else None for r, (_, _, w) in self.layers.items()}
 
 def _block_units(quantizer, blocks, batch):
     "`[(unit name, module, [layer names])]` in execution order, and the blocks split into layers (with why)."

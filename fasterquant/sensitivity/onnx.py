@@ -13,7 +13,7 @@ from onnxruntime.quantization import QuantType, QuantFormat, CalibrationMethod, 
 from onnxruntime.quantization.calibrate import create_calibrator, TensorsData, save_tensors_data
 from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
 from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
-from onnxruntime.quantization.quant_utils import load_model_with_shape_infer, update_opset_version
+from onnxruntime.quantization.quant_utils import load_model_with_shape_infer, update_opset_version, add_infer_metadata
 from fastcore.basics import store_attr, patch
 from fastprogress.fastprogress import progress_bar
 from ..core.utils import atomic_path, check_output
@@ -439,7 +439,11 @@ def downstream_model(model:onnx.ModelProto, # a float model without control flow
     out_idx = [j for j, o in enumerate(g.output) if o.name in made]
     sub = onnx.helper.make_graph(nodes, g.name, [vi.get(t) or onnx.helper.make_empty_tensor_value_info(t) for t in inputs],
                                  [g.output[j] for j in out_idx], [inits[t] for t in reads if t in inits])
+    outs = {g.output[j].name for j in out_idx}
+    inner = [t for n in nodes for t in n.output if t and t not in outs]
+    sub.value_info.extend(vi[t] for t in inner if t in vi)   # the shapes the whole model's inference found
     m = onnx.helper.make_model(sub, opset_imports=model.opset_import, ir_version=model.ir_version)
+    if all(t in vi for t in inner): add_infer_metadata(m)  # complete: ORT's quantizer need not save, reload and infer it again
     return m, inputs, out_idx
 
 class OnnxSensitivity:
