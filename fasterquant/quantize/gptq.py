@@ -9,10 +9,11 @@ from torch import nn, Tensor
 import torch.nn.functional as F
 from .grid import quantize, QuantSpec
 from .criteria import register_criteria
-from .layerwise import LayerwiseCriteria, LayerJob, check_int, layer_rows, row_chunks, ROW_LAYERS
+from .layerwise import (LayerwiseCriteria, LayerJob, check_int, layer_rows, row_chunks, ROW_LAYERS, QuadraticRecon,
+                                            run_layerwise, ENGINE_DEFAULTS)
 
 # %% auto #0
-__all__ = ['GPTQ_LAYERS', 'input_hessian', 'gptq_round', 'GPTQ']
+__all__ = ['GPTQ_LAYERS', 'input_hessian', 'gptq_round', 'float_target', 'GPTQ']
 
 # %% ../../nbs/quantize/10_gptq.ipynb #af1795f0
 GPTQ_LAYERS = ROW_LAYERS
@@ -79,34 +80,54 @@ def gptq_round(w:Tensor, # float weight, viewed [groups, rows, columns]
     return Q.to(torch.int32)
 
 # %% ../../nbs/quantize/10_gptq.ipynb #d8cd42c2
+def float_target(job:LayerJob, # a layer whose target is its own output in the float network (`job.own_output`)
+                 damp:float=0.01): # relative diagonal damping of the solve
+    "`(W*, H)`: the weight that best reproduces the float network's outputs `job.y` from the quantized inputs `job.x` (least squares), viewed `[groups, rows, columns]`, and the inputs' Hessian for rounding it."
+    quad = QuadraticRecon(job)   # loss(W̃) = ΔW·H·ΔWᵀ + 2 ΔW·D + r2 on the live columns: its minimum is at ΔW = -D H⁻¹
+    H = quad.H
+    eye = torch.eye(H.shape[-1], dtype=H.dtype, device=H.device)
+    mean = H.diagonal(dim1=1, dim2=2).mean(-1).clamp(min=1e-12).view(-1, 1, 1)
+    shift = -torch.linalg.solve(H + damp * mean * eye, quad.D.transpose(1, 2)).transpose(1, 2)
+    g, rows, c = quad.grouped
+    W = job.weight.detach().float().reshape(g, rows, c).clone()
+    if quad.cols is None: return W.add_(shift), H
+    W[:, :, quad.cols] += shift   # columns no input reaches: unchanged, and a zero row and column in H
+    Hf = H.new_zeros(g, c, c)
+    Hf[:, quad.cols[:, None], quad.cols[None, :]] = H
+    return W, Hf
+
 class GPTQ(LayerwiseCriteria):
     "GPTQ (Frantar et al. 2022): Hessian-weighted rounding with error feedback on the grid of `scale`, layer by layer on calibration data."
     name = 'gptq'
-    layer_defaults = dict(damp=0.01, block=128, act_order=True)
+    layer_defaults = dict(damp=0.01, block=128, act_order=True, float_target=True)
     def __init__(self,
                  scale='mse', # scale method of the grid: 'mse' | 'minmax' | 'percentile' | a `ScaleMethod`
-                 **kwargs): # damp, block, act_order; and the engine's n_samples, max_mem, seed, progress, mode, num_threads
+                 **kwargs): # damp, block, act_order, float_target; and the engine's n_samples, max_mem, seed, progress, mode, num_threads
         super().__init__(scale, **kwargs)
     def __repr__(self): return f"gptq({self.scale})"
     def validate(self, p):
         check_int(p, 'block')
         if isinstance(p['damp'], bool) or not isinstance(p['damp'], (int, float)) or not 0 <= p['damp'] < float('inf'):
             raise ValueError(f"damp must be a finite number >= 0, got {p['damp']!r}")
-        if not isinstance(p['act_order'], bool): raise ValueError(f"act_order must be True or False, got {p['act_order']!r}")
+        for k in ('act_order', 'float_target'):
+            if not isinstance(p[k], bool): raise ValueError(f"{k} must be True or False, got {p[k]!r}")
     def fit(self, quantizer, calib=None, **kwargs):
         "Round every layer of `quantizer.specs` with GPTQ, in execution order."
         bad = sorted({type(quantizer.layers[n]).__name__ for n in quantizer.specs} - {t.__name__ for t in GPTQ_LAYERS})
         if bad: raise ValueError(f"criteria=gptq handles {', '.join(t.__name__ for t in GPTQ_LAYERS)} layers, not {', '.join(bad)}: "
                                  "leave them out with layer_types=..., or use criteria='adaround'")
         super().fit(quantizer, calib, **kwargs)
+    def walk(self, quantizer, calib, p:dict) -> str:
+        "Layer by layer; with `float_target` each layer's target is its own output in the float network (not continued through the activation)."
+        return run_layerwise(quantizer, calib, lambda job: self._fit_one(job, p), act=not p['float_target'], **{k: p[k] for k in ENGINE_DEFAULTS})
     def fit_layer(self, job:LayerJob, p:dict):
         "GPTQ's integers for `job`'s layer, and statistics."
         sp, layer = job.spec.to(job.weight.device), job.layer
         g = getattr(layer, 'groups', 1)
         view = lambda t: t.reshape(g, t.shape[0] // g, -1)
         s, zp = sp.expanded()
-        H = input_hessian(job)
-        q = gptq_round(view(job.weight), view(s), view(zp), sp.qmin, sp.qmax, H, p['damp'], p['block'], p['act_order'])
+        W, H = float_target(job, p['damp']) if p['float_target'] and job.own_output else (view(job.weight), input_hessian(job))
+        q = gptq_round(W, view(s), view(zp), sp.qmin, sp.qmax, H, p['damp'], p['block'], p['act_order'])
         q = q.reshape(job.weight.shape)
         idx = slice(0, min(len(job), 256))
         with torch.no_grad():
