@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from .grid import quantize, QuantSpec
 from .criteria import register_criteria
 from .layerwise import (LayerwiseCriteria, LayerJob, check_int, layer_rows, row_chunks, ROW_LAYERS, QuadraticRecon,
-                                            run_layerwise, ENGINE_DEFAULTS)
+                                           run_layerwise, ENGINE_DEFAULTS)
 
 # %% auto #0
 __all__ = ['GPTQ_LAYERS', 'input_hessian', 'gptq_round', 'float_target', 'GPTQ']
