@@ -419,7 +419,8 @@ def check_metric(metric, # a metric name (functions are the caller's business an
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #c5f09c76
 def downstream_model(model:onnx.ModelProto, # a float model without control flow
-                     node:str): # the name of one of its nodes
+                     node:str, # the name of one of its nodes
+                     build:bool=True): # False: only find the part's inputs and outputs (the model is then None)
     "What `node` can change: `node` and every node reading its outputs, directly or not, as `(model, input names, indices of the outputs it computes)`; its inputs are the tensors it reads from the rest."
     g = model.graph
     readers = {}
@@ -435,8 +436,9 @@ def downstream_model(model:onnx.ModelProto, # a float model without control flow
     made, inits = {o for n in nodes for o in n.output}, {i.name: i for i in g.initializer}
     reads = list(dict.fromkeys(i for n in nodes for i in n.input if i))
     inputs = [t for t in reads if t not in made and t not in inits]
-    vi = {v.name: v for v in list(g.value_info) + list(g.input)}
     out_idx = [j for j, o in enumerate(g.output) if o.name in made]
+    if not build: return None, inputs, out_idx
+    vi = {v.name: v for v in list(g.value_info) + list(g.input)}
     sub = onnx.helper.make_graph(nodes, g.name, [vi.get(t) or onnx.helper.make_empty_tensor_value_info(t) for t in inputs],
                                  [g.output[j] for j in out_idx], [inits[t] for t in reads if t in inits])
     outs = {g.output[j].name for j in out_idx}
@@ -505,8 +507,11 @@ class OnnxSensitivity:
 
     def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None, model=None) -> QDQQuantizer:
         "ORT's `QDQQuantizer` on a copy of the model (or on `model`, a part of it built for the purpose: quantized in place), with the stored ranges and settings."
+        names = None if model is None else {t for n in model.graph.node for t in (*n.input, *n.output)}
+        ranges = TensorsData(self.ranges.calibration_method, {k: v for k, v in self.ranges.items() if names is None or k in names})
+        # a copy (of a part's tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into later probes
         return QDQQuantizer(copy.deepcopy(self.model) if model is None else model, self.per_channel, self.reduce_range, self.weight_type,
-                            self.activation_type, self.ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
+                            self.activation_type, ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
                             self.op_types, self.extra_options)
 
     def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None, model=None) -> onnx.ModelProto:
@@ -583,7 +588,7 @@ class OnnxSensitivity:
 
     def _cut(self, node:str):
         "`node`'s downstream part: `(input names, indices of the model outputs it computes)`, computed once (the part itself is built per probe)."
-        if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node)[1:]
+        if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node, build=False)[1:]
         return self._cuts[node]
 
     def probe_outputs(self, node:str) -> list:
