@@ -83,8 +83,9 @@ def markdown(res) -> str:
           "quantizes, opens and runs only the nodes its node can reach, fed with float activations kept from one extra float run: a node near the "
           "output costs a small part of a forward pass, the first node a whole one. The forward work left is what a probe must do: "
           "the targets' downstream forward passes over the calibration inputs. The scores are the same up to float rounding (ONNX Runtime may fuse "
-          "differently across a cut). What is left per probe: quantizing the node in its part (ORT's quantizer), opening a session, the part's "
-          "forward pass and the distance; the issue's 4x and 20x would need several probes per "
+          "differently across a cut). A part carries the shapes the whole model's inference found, so ORT's quantizer no longer saves, reloads "
+          "and infers it again per probe, and it gets the ranges of the part's tensors only. What is left per probe: quantizing the node in its part "
+          "(ORT's quantizer), opening a session, the part's forward pass and the distance, the forward pass the largest; the 4x would need several probes per "
           "forward pass (one session serving every probe), which an earlier version of this script measured as slower than separate sessions "
           "(every weight and activation behind an `If` loses ONNX Runtime's weight pre-packing and fusions).", '']
     return '\n'.join(L)
