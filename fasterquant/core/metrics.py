@@ -85,9 +85,14 @@ class ReferenceDistance:
             prep = getattr(f, 'prepare', None)
             self.parts.append((j, prep(r) if prep is not None else (lambda o, r=r: f(r, o))))
             if prep is not None: self._bufs[j] = np.empty_like(r)   # a prepared metric keeps nothing of its argument: the stack can be reused
+    def buffer(self, j:int):
+        "The array output `j` is stacked into (None where it is not kept): a producer may write the batches straight into its consecutive rows."
+        return self._bufs.get(j)
     def _stack(self, outs, j):
         xs, buf = [np.asarray(b[j]) for b in outs], self._bufs.get(j)
         if buf is not None and sum(len(x) for x in xs) == len(buf) and all(x.shape[1:] == buf.shape[1:] and x.dtype == buf.dtype for x in xs):
+            row, at = buf[0].nbytes if len(buf) else 0, buf.ctypes.data
+            if all(x.flags.c_contiguous and x.ctypes.data == at + sum(len(y) for y in xs[:i]) * row for i, x in enumerate(xs)): return buf  # written in place
             return np.concatenate(xs, out=buf)
         return np.concatenate(xs)
     def __call__(self, outs:list) -> float: # per batch, the list of outputs to compare

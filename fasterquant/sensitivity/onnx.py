@@ -374,11 +374,18 @@ def kl_prob_distance(ref:np.ndarray, out:np.ndarray, eps:float=1e-10) -> float:
 def _kl_prob_prepared(ref:np.ndarray, eps:float=1e-10):
     "`kl_prob_distance(ref, .)` with the reference's side computed once; float32 terms summed in float64 (a 32-word OCR output holds 24M probabilities)."
     p = np.clip(ref, 0, None).astype(np.float32); lp = np.log(p + np.float32(eps))
-    buf = np.empty_like(p)   # one scratch array for every call: no fresh pages per probe
+    c = p.shape[-1] if p.ndim else 1
+    p, lp = p.reshape(-1, c), lp.reshape(-1, c)
+    rows = max(1, (1 << 17) // c)   # a chunk of about 128k terms: the scratch stays in cache between the five passes
+    buf = np.empty((min(rows, len(p)), c), np.float32)
     def d(out:np.ndarray) -> float:
-        t = np.maximum(out, 0, out=buf if out.shape == buf.shape else None, dtype=np.float32)
-        t += np.float32(eps); np.log(t, out=t); np.subtract(lp, t, out=t); t *= p
-        return float(t.sum(-1).mean(dtype=np.float64))   # pairwise float32 sums over the classes, then a float64 mean
+        o, tot = np.asarray(out).reshape(-1, c), 0.
+        if len(o) != len(p): raise ValueError(f"kl_prob: output of shape {np.shape(out)} against a reference of {ref.shape}")
+        for i in range(0, len(o), rows):
+            t = buf[:min(rows, len(o) - i)]; sl = slice(i, i + len(t))
+            np.maximum(o[sl], 0, out=t, dtype=np.float32); t += np.float32(eps); np.log(t, out=t); np.subtract(lp[sl], t, out=t); t *= p[sl]
+            tot += float(t.sum(-1).sum(dtype=np.float64))   # pairwise float32 sums over the classes, then float64
+        return tot / max(len(o), 1)
     return d
 
 register_metric('kl_prob', kl_prob_distance, _kl_prob_prepared)
@@ -529,12 +536,16 @@ class OnnxSensitivity:
 
     def _metric(self, metric): return self.metric if metric is None else metric
 
-    def distance_to_float(self, outs:list, metric=None) -> float:
-        "Distance of per-batch outputs `outs` from the float model's (the metric's reference side prepared once per metric)."
+    def _reference_distance(self, metric=None) -> ReferenceDistance:
+        "The `ReferenceDistance` of `metric` against the float outputs, prepared once per metric."
         metric = self._metric(metric)
         key = metric if isinstance(metric, str) else id(metric)
         if key not in self._dist: self._dist[key] = (metric, ReferenceDistance(self.reference, metric))  # the metric kept alive with its id
-        return self._dist[key][1](outs)
+        return self._dist[key][1]
+
+    def distance_to_float(self, outs:list, metric=None) -> float:
+        "Distance of per-batch outputs `outs` from the float model's (the metric's reference side prepared once per metric)."
+        return self._reference_distance(metric)(outs)
 
     def _needs(self, node:str) -> set:
         "The float activations `node`'s downstream part reads (the model's own inputs come from the feeds)."
@@ -591,8 +602,25 @@ class OnnxSensitivity:
         if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node, build=False)[1:]
         return self._cuts[node]
 
-    def probe_outputs(self, node:str) -> list:
-        "Per calibration batch, the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand."
+    def _run_into(self, m:onnx.ModelProto, feeds:list, out_idx:list, into:dict):
+        "Per batch, `m`'s outputs (the model's outputs `out_idx`), written by ONNX Runtime straight into consecutive rows of `into[j]` where every one has such an array (else a plain run)."
+        s = ort_session(m, providers=self.providers)
+        refs = [[r[j] for j in out_idx] for r in self.reference]
+        bufs = [into.get(j) for j in out_idx]
+        ok = all(b is not None and b.dtype == np.float32 and b.flags.c_contiguous and len(b) == sum(len(r[k]) for r in refs)
+                 and all(r[k].shape[1:] == b.shape[1:] for r in refs) for k, b in enumerate(bufs))
+        if not ok: return run_feeds(s, feeds)
+        names, rows, res = [o.name for o in s.get_outputs()], 0, []
+        for f, r in zip(feeds, refs):
+            b = s.io_binding()
+            for k, v in f.items(): b.bind_cpu_input(k, np.ascontiguousarray(v))
+            n = len(r[0]); views = [buf[rows:rows + n] for buf in bufs]
+            for name, v in zip(names, views): b.bind_output(name, 'cpu', 0, np.float32, list(v.shape), v.ctypes.data)
+            s.run_with_iobinding(b); res.append(views); rows += n
+        return res
+
+    def probe_outputs(self, node:str, into:dict=None) -> list:
+        "Per calibration batch, the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand (`into`: output index -> an array the batches are written into, stacked)."
         if not self.cut_off:
             inputs, out_idx = self._cut(node)
             feeds = [{t: (a[t] if t in a else f[t]) for t in inputs if t in a or t in f} for a, f in zip(self._acts, self.feeds)]
@@ -600,7 +628,7 @@ class OnnxSensitivity:
                 sub = downstream_model(self.model, node)[0]; n_qdq = _n_qdq(sub)
                 m = self.quantized_model(nodes_to_quantize=[node], model=sub)
                 if _n_qdq(m) == n_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-                outs = run_feeds(m, feeds, providers=self.providers)
+                outs = self._run_into(m, feeds, out_idx, into or {})
                 return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
@@ -609,7 +637,8 @@ class OnnxSensitivity:
     def probe(self, node:str, metric=None) -> float:
         "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
         if not self.cut_off and not self._needs(node) <= set(self._acts[0]): self.cache_inputs([node])
-        return self.distance_to_float(self.probe_outputs(node), metric)
+        rd = self._reference_distance(metric)
+        return rd(self.probe_outputs(node, into={j: rd.buffer(j) for j in range(len(self.reference[0])) if rd.buffer(j) is not None}))
 
     def score(self,
               nodes:list=None, # node names to score (default: `targets()`)
