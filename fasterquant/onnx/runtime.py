@@ -35,6 +35,7 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
                 exact:bool=True, # keep fused int4 MatMuls in float32 compute (no on-the-fly int8 activations)
                 fold_weights:bool=False, # dequantize the weights once at load (float speed and memory, same values; not for W8A8)
                 providers:list=None, # execution providers (default: CPU)
+                external:dict=None, # initializer name -> `OrtValue` holding the data of an initializer the model stores as external data
                 _dump:str=None): # (internal) write the optimized graph there
     "An onnxruntime `InferenceSession` with fasterquant's settings."
     import onnxruntime as ort
@@ -45,6 +46,7 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
     if fold_weights: so.add_session_config_entry('session.disable_quant_qdq', '1')
     if threads: so.intra_op_num_threads = threads
     so.log_severity_level = 3
+    if external: so.add_external_initializers(list(external), list(external.values()))
     if hasattr(model, 'SerializeToString'): model = model.SerializeToString()
     return ort.InferenceSession(model if isinstance(model, bytes) else str(model), so, providers=providers or ['CPUExecutionProvider'])
 

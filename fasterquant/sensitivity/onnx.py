@@ -23,12 +23,12 @@ from ..onnx.runtime import run_feeds, ort_session
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'KEEP_ACTIVATIONS', 'onnx_inputs', 'FeedReader',
-           'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types', 'load_for_quantization',
-           'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers', 'prepare_onnx',
-           'quantized_nodes', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance',
-           'pick_metric', 'check_metric', 'downstream_model', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes',
-           'graph_blocks']
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'KEEP_ACTIVATIONS', 'SHARED_BYTES', 'onnx_inputs',
+           'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types',
+           'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers',
+           'prepare_onnx', 'quantized_nodes', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx',
+           'kl_prob_distance', 'pick_metric', 'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity',
+           'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -427,7 +427,8 @@ def check_metric(metric, # a metric name (functions are the caller's business an
 # %% ../../nbs/sensitivity/01_onnx.ipynb #c5f09c76
 def downstream_model(model:onnx.ModelProto, # a float model without control flow
                      node:str, # the name of one of its nodes
-                     build:bool=True): # False: only find the part's inputs and outputs (the model is then None)
+                     build:bool=True, # False: only find the part's inputs and outputs (the model is then None)
+                     stubs:dict=None): # initializer name -> an external-data stand-in to put in its place (not for `node`'s own inputs)
     "What `node` can change: `node` and every node reading its outputs, directly or not, as `(model, input names, indices of the outputs it computes)`; its inputs are the tensors it reads from the rest."
     g = model.graph
     readers = {}
@@ -446,14 +447,24 @@ def downstream_model(model:onnx.ModelProto, # a float model without control flow
     out_idx = [j for j, o in enumerate(g.output) if o.name in made]
     if not build: return None, inputs, out_idx
     vi = {v.name: v for v in list(g.value_info) + list(g.input)}
+    stubs = {k: v for k, v in (stubs or {}).items() if k not in start.input}
     sub = onnx.helper.make_graph(nodes, g.name, [vi.get(t) or onnx.helper.make_empty_tensor_value_info(t) for t in inputs],
-                                 [g.output[j] for j in out_idx], [inits[t] for t in reads if t in inits])
+                                 [g.output[j] for j in out_idx], [stubs.get(t, inits[t]) for t in reads if t in inits])
     outs = {g.output[j].name for j in out_idx}
     inner = [t for n in nodes for t in n.output if t and t not in outs]
     sub.value_info.extend(vi[t] for t in inner if t in vi)   # the shapes the whole model's inference found
     m = onnx.helper.make_model(sub, opset_imports=model.opset_import, ir_version=model.ir_version)
     if all(t in vi for t in inner): add_infer_metadata(m)  # complete: ORT's quantizer need not save, reload and infer it again
     return m, inputs, out_idx
+
+SHARED_BYTES = 1 << 16  # float initializers at least this large reach a probe's session as shared external data, not through its protobuf
+
+def external_stub(t:onnx.TensorProto) -> onnx.TensorProto:
+    "An initializer with `t`'s name, type and shape whose data is external: ONNX Runtime takes it from `add_external_initializers`."
+    s = onnx.TensorProto(); s.name, s.data_type, s.data_location = t.name, t.data_type, onnx.TensorProto.EXTERNAL
+    s.dims.extend(t.dims)
+    e = s.external_data.add(); e.key, e.value = 'location', 'fasterquant-shared'
+    return s
 
 class OnnxSensitivity:
     "Per-node quantization sensitivity of an ONNX model: calibrate once, then quantize each node alone and measure the outputs."
@@ -597,14 +608,23 @@ class OnnxSensitivity:
                 return False
         return True
 
+    def _shared(self):
+        "`(stubs, values)`: the model's float initializers of at least `SHARED_BYTES` as external-data stubs, and their data as `OrtValue`s (made once)."
+        if getattr(self, '_share', None) is None:
+            import onnxruntime as ort
+            from onnx import numpy_helper
+            big = [t for t in self.model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT and 4 * math.prod(t.dims) >= SHARED_BYTES]
+            self._share = ({t.name: external_stub(t) for t in big}, {t.name: ort.OrtValue.ortvalue_from_numpy(numpy_helper.to_array(t)) for t in big})
+        return self._share
+
     def _cut(self, node:str):
         "`node`'s downstream part: `(input names, indices of the model outputs it computes)`, computed once (the part itself is built per probe)."
         if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node, build=False)[1:]
         return self._cuts[node]
 
-    def _run_into(self, m:onnx.ModelProto, feeds:list, out_idx:list, into:dict):
+    def _run_into(self, m:onnx.ModelProto, feeds:list, out_idx:list, into:dict, external:dict=None):
         "Per batch, `m`'s outputs (the model's outputs `out_idx`), written by ONNX Runtime straight into consecutive rows of `into[j]` where every one has such an array (else a plain run)."
-        s = ort_session(m, providers=self.providers)
+        s = ort_session(m, providers=self.providers, external=external)
         refs = [[r[j] for j in out_idx] for r in self.reference]
         bufs = [into.get(j) for j in out_idx]
         ok = all(b is not None and b.dtype == np.float32 and b.flags.c_contiguous and len(b) == sum(len(r[k]) for r in refs)
@@ -625,10 +645,12 @@ class OnnxSensitivity:
             inputs, out_idx = self._cut(node)
             feeds = [{t: (a[t] if t in a else f[t]) for t in inputs if t in a or t in f} for a, f in zip(self._acts, self.feeds)]
             if all(len(f) == len(inputs) for f in feeds):
-                sub = downstream_model(self.model, node)[0]; n_qdq = _n_qdq(sub)
+                stubs, values = self._shared()
+                sub = downstream_model(self.model, node, stubs=stubs)[0]; n_qdq = _n_qdq(sub)   # the weights it only runs are shared, not copied
                 m = self.quantized_model(nodes_to_quantize=[node], model=sub)
                 if _n_qdq(m) == n_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-                outs = self._run_into(m, feeds, out_idx, into or {})
+                ext = {t.name: values[t.name] for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL and t.name in values}
+                outs = self._run_into(m, feeds, out_idx, into or {}, ext)
                 return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
