@@ -525,9 +525,12 @@ class OnnxSensitivity:
 
     def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None, model=None) -> QDQQuantizer:
         "ORT's `QDQQuantizer` on a copy of the model (or on `model`, a part of it built for the purpose: quantized in place), with the stored ranges and settings."
-        names = None if model is None else {t for n in model.graph.node for t in (*n.input, *n.output)}
+        names = None
+        if model is not None:   # a part: only the tensors next to the nodes it quantizes can be quantized
+            only = set(nodes_to_quantize or [])
+            names = {t for n in model.graph.node if not only or n.name in only for t in (*n.input, *n.output)}
         ranges = TensorsData(self.ranges.calibration_method, {k: v for k, v in self.ranges.items() if names is None or k in names})
-        # a copy (of a part's tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into later probes
+        # a copy (of those tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into later probes
         return QDQQuantizer(copy.deepcopy(self.model) if model is None else model, self.per_channel, self.reduce_range, self.weight_type,
                             self.activation_type, ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
                             self.op_types, self.extra_options)
