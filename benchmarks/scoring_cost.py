@@ -10,7 +10,7 @@ timed end to end over every target, its one-time work included. Models: PP-OCRv6
 nodes after preparation, the default weight-op targets and every op type ORT quantizes) and the Fashion-MNIST ViT
 trained here.
 
-    python benchmarks/scoring_cost.py [--probes 12] [--repeats 2]
+    python benchmarks/scoring_cost.py [--probes 12] [--repeats 3]
 Writes benchmarks/results/scoring_cost.md and .json.
 """
 import argparse, json, os, platform, statistics, tempfile, time, warnings, logging
@@ -32,8 +32,8 @@ def bench(name, make, n_probes, repeats, n_static, tmp):
     static_pick = pick[::max(1, len(pick) // n_static)][:n_static]
     prep = Path(tmp) / 'prep.onnx'; prep.write_bytes(sens.model.SerializeToString())
     kw = dict(per_channel=sens.per_channel, weight_type=sens.weight_type, activation_type=sens.activation_type, reduce_range=sens.reduce_range)
-    before, static, before_scores = [], [], {}
-    for r in range(repeats):
+    before, static, before_scores, runs = [], [], {}, []
+    for r in range(repeats):   # one round of each way per repeat, interleaved, so a slow spell of this shared machine hits all three
         for node in pick:  # the scorer before this version: whole model quantized, opened and run per node, reference side per probe
             t = time.perf_counter()
             outs = run_feeds(ort_session(sens.probe_model(node), providers=sens.providers), sens.feeds)
@@ -45,9 +45,7 @@ def bench(name, make, n_probes, repeats, n_static, tmp):
                     quantize_static(prep, Path(tmp) / 'one.onnx', FeedReader(sens.feeds), quant_format=QuantFormat.QDQ, nodes_to_quantize=[node],
                                     op_types_to_quantize=sens.op_types, extra_options=dict(KEEP_ACTIVATIONS), **kw)
                 output_distance(sens.reference, run_feeds(Path(tmp) / 'one.onnx', sens.feeds), f); static.append(time.perf_counter() - t)
-    runs = []
-    for r in range(repeats):  # the scorer now, end to end over every target (a fresh scorer each time: nothing cached but the ranges)
-        with _quiet(): s2 = make(sens.ranges)
+        with _quiet(): s2 = make(sens.ranges)   # the scorer now, end to end over every target (a fresh scorer each time: nothing cached but the ranges)
         t = time.perf_counter(); res = s2.score(progress=False); runs.append(time.perf_counter() - t)
     now = statistics.median(runs) / len(nodes)
     old = [before_scores[n] for n in pick if n in res.scores]; new = [res.scores[n] for n in pick if n in res.scores]
@@ -64,7 +62,7 @@ def bench(name, make, n_probes, repeats, n_static, tmp):
 def markdown(res) -> str:
     rows = res['rows']
     L = ['# What a sensitivity probe costs', '', __doc__.split('\n\n')[1].replace('\n', ' '), '',
-         f"{res['machine']}; ONNX Runtime's default threads. Per probe: medians over {rows[0]['repeats']} interleaved rounds of the sampled nodes "
+         f"{res['machine']}; ONNX Runtime's default threads. Per probe: medians over {rows[0]['repeats']} interleaved rounds (each: the sampled nodes the two old ways, then one whole `score()`) "
          "(`quantize_static`: fewer nodes, it is slow); the scorer now: the median of its whole `score()` runs over every target, divided by the targets. "
          "Score agreement: the scorer now against the scorer before, on the sampled nodes.", '',
          '| model | targets | samples | float forward (s) | `quantize_static` per node (s) | scorer before, per probe (s) | scorer now, per probe (s) | now vs `quantize_static` | now vs before | largest score difference | rank correlation |',
@@ -92,7 +90,7 @@ def markdown(res) -> str:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--probes', type=int, default=12); ap.add_argument('--repeats', type=int, default=2)
+    ap.add_argument('--probes', type=int, default=12); ap.add_argument('--repeats', type=int, default=3)
     ap.add_argument('--static-probes', type=int, default=4)
     add_results_args(ap, 'scoring_cost')
     a = ap.parse_args()
