@@ -12,7 +12,7 @@ from fastcore.basics import store_attr, patch
 from fastai.learner import Learner
 from fastai.callback.core import Callback
 from ..quantize.dtype import QDtype, get_dtype
-from ..quantize.grid import quantize
+from ..quantize.grid import quantize, check_param_dtype
 from ..quantize.schedule import Schedule, get_schedule
 from ..quantize.quantizer import Quantizer, QUANTIZABLE
 from ..quantize.fold import bn_pairs, bn_factor, mirror_spec
@@ -76,9 +76,11 @@ class QuantizeCallback(Callback):
                  grid_every:int=1, # refit the grid every this many steps (integers are re-rounded at every step)
                  calib=None, # data for activation calibration and data-driven contexts (default: the learner's training set)
                  n_batches:int=4, # number of calibration batches
-                 fold_bn:bool=True): # at the bake, fold BatchNorm into the layers, exactly (trained integers kept)
+                 fold_bn:bool=True, # at the bake, fold BatchNorm into the layers, exactly (trained integers kept)
+                 param_dtype:str='float32'): # scales and float biases in 'float16' (trained that way, half their bytes in the file) or 'float32'
         store_attr(but='schedule')
         self.dtype, self.schedule = get_dtype(dtype), get_schedule(schedule)
+        check_param_dtype(param_dtype)
         self.act_dtype = None if act_dtype is None else get_dtype(act_dtype)
         RAMPS.get(ramp)
         if start_bits is not None and not (isinstance(start_bits, int) and 2 <= start_bits <= 8):
@@ -110,7 +112,8 @@ class QuantizeCallback(Callback):
                 if unfolded: self._renew_opt()
         self._reset()
         q = Quantizer(self.learn.model, self.granularity, self.context, self.criteria, 'one_shot', self.dtype,
-                      self.act_dtype, self.group_size, self.layer_types, inplace=True, fold_bn=False)   # BatchNorm trains; folded at the bake
+                      self.act_dtype, self.group_size, self.layer_types, inplace=True, fold_bn=False,
+                      param_dtype=self.param_dtype)   # BatchNorm trains; folded at the bake
         object.__setattr__(self, 'quantizer', q)   # also `learn.quantizer` after fit: the same object, not a shadowing mistake
         if q.context.needs_data or self.act_dtype is not None:
             self._calib = calib_batches(self.learn.dls.train if self.calib is None else self.calib, self.n_batches, model=self.learn.model)
@@ -162,7 +165,7 @@ class QuantizeCallback(Callback):
     def _init_spec(self, n, w, dt):
         "The criteria's grid and RTN integers for layer `n`; mirrored where the BatchNorm after it has `gamma < 0` (see above)."
         q = self.quantizer
-        make = lambda w_: q.criteria.init_spec(w_, dt, q.granularity, n)
+        make = lambda w_: q.grid_spec(w_, dt, n)
         bn = self._bn.get(n)
         return make(w) if bn is None else mirror_spec(make, w, bn_factor(self.learn.model.get_submodule(bn)))
 
@@ -260,9 +263,10 @@ def quantize(self:Learner,
              n_batches:int=16, # number of calibration batches
              group_size:int=128, # block size for granularity='group'
              layer_types=QUANTIZABLE, # module types whose weights are quantized
+             param_dtype:str='float32', # scales and float biases in 'float16' (half their bytes in the file) or 'float32'
              **kwargs) -> Learner: # passed to the criteria's `fit` (e.g. AdaRound's `iters`)
     "Post-training quantization: a new `Learner` on the same data holding a quantized copy of the model (as `.model`, its `Quantizer` as `.quantizer`)."
-    q = Quantizer(self.model, granularity, context, criteria, 'one_shot', dtype, act_dtype, group_size, layer_types)
+    q = Quantizer(self.model, granularity, context, criteria, 'one_shot', dtype, act_dtype, group_size, layer_types, param_dtype=param_dtype)
     needs = q.criteria.needs_data or q.context.needs_data or q.act_dtype is not None
     if needs and calib is None:
         if self.dls is None or not len(getattr(self.dls, 'train', [])):

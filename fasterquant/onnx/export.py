@@ -353,6 +353,24 @@ def _share_scalars(g):
     keep = [t for t in g.initializer if t.name not in alias]
     del g.initializer[:]; g.initializer.extend(keep)
 
+_HALF_MIN = 16   # values: below this a `Cast` node costs about what float16 saves
+
+def _half_tensors(g):
+    "Every float32 initializer of at least `_HALF_MIN` values that float16 holds exactly is stored as float16 behind a `Cast` to float32."
+    inputs, keep, casts = {i.name for i in g.input}, [], []
+    for t in g.initializer:
+        if t.data_type == TensorProto.FLOAT and t.name not in inputs and int(np.prod(t.dims)) >= _HALF_MIN:
+            a = numpy_helper.to_array(t)
+            with np.errstate(over='ignore'): h = a.astype(np.float16)
+            if np.isfinite(h).all() and np.array_equal(h.astype(np.float32), a):
+                keep.append(numpy_helper.from_array(h, f"{t.name}.f16"))
+                casts.append(helper.make_node('Cast', [f"{t.name}.f16"], [t.name], to=TensorProto.FLOAT)); continue
+        keep.append(t)
+    if not casts: return
+    nodes = casts + list(g.node)
+    del g.node[:]; g.node.extend(nodes)
+    del g.initializer[:]; g.initializer.extend(keep)
+
 _NAME_CHARS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
 
 def _short_name(k:int) -> str:
@@ -392,6 +410,7 @@ def _compact(proto, weight_only:bool) -> dict:
     used = {v for n in g.node for v in n.input}
     keep = [t for t in g.initializer if t.name in used]
     del g.initializer[:]; g.initializer.extend(keep)
+    _half_tensors(g)
     return _short_names(proto)
 
 # %% ../../nbs/onnx/01_export.ipynb #4ad79767

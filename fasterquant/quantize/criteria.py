@@ -10,7 +10,7 @@ from fastcore.basics import store_attr
 from ..core.registry import AxisRegistry
 from .dtype import QDtype, get_dtype
 from .granularity import Granularity, get_granularity
-from .grid import qparams_from_range, quantize, dequantize, QuantSpec
+from .grid import as_param, qparams_from_range, quantize, dequantize, QuantSpec
 
 # %% auto #0
 __all__ = ['SCALE_METHODS', 'CRITERIA', 'ScaleMethod', 'MinMax', 'MSE', 'Percentile', 'available_scale_methods',
@@ -75,22 +75,24 @@ def fit_grid(w:Tensor, # float weight
              dtype, # integer format (`QDtype` or name)
              granularity='channel', # `Granularity` or name
              scale='mse', # scale method: `ScaleMethod` or name
-             name:str='weight'): # used in error messages
+             name:str='weight', # used in error messages
+             param_dtype:str='float32'): # the scales rounded to this float format ('float16': half their bytes in the file, see `as_param`)
     "Per-row scale and zero point for `w` in ONNX layout, plus both expanded to `w`'s shape: the grid every criteria shares."
     dtype, g, m = get_dtype(dtype), get_granularity(granularity), get_scale_method(scale)
     g.check(w.shape, name)
     s, zp = m(g.rows(w.detach().float()), dtype)
-    s, zp = g.to_onnx(s, w.shape).contiguous(), g.to_onnx(zp, w.shape).contiguous()
+    s, zp = as_param(g.to_onnx(s, w.shape).contiguous(), param_dtype, up=True), g.to_onnx(zp, w.shape).contiguous()
     return s, zp, g.expand(s, w.shape), g.expand(zp, w.shape)
 
 def quantize_weight(w:Tensor, # float weight
                     dtype='int8', # integer format
                     granularity='channel', # `Granularity` or name
                     scale='mse', # scale method: `ScaleMethod` or name
-                    name:str='weight') -> QuantSpec: # used in error messages
+                    name:str='weight', # used in error messages
+                    param_dtype:str='float32') -> QuantSpec: # the scales' float format (see `fit_grid`)
     "Round-to-nearest quantization of `w` on the grid chosen by `scale`."
     dtype, g = get_dtype(dtype), get_granularity(granularity)
-    s, zp, s_full, zp_full = fit_grid(w, dtype, g, scale, name)
+    s, zp, s_full, zp_full = fit_grid(w, dtype, g, scale, name, param_dtype)
     return QuantSpec(quantize(w.detach().float(), s_full, zp_full, dtype.qmin, dtype.qmax), s, zp, dtype, g)
 
 # %% ../../nbs/quantize/03_criteria.ipynb #13a2e2d7
@@ -98,9 +100,9 @@ class Criteria:
     "Base of the criteria axis: a scale method for the grid and a rounding rule for the integers."
     name, needs_data = 'criteria', False
     def __init__(self, scale='mse'): self.scale = get_scale_method(scale)
-    def init_spec(self, w:Tensor, dtype:QDtype, granularity:Granularity, name:str='weight') -> QuantSpec:
-        "Round-to-nearest on this criteria's grid: the starting point of every criteria."
-        return quantize_weight(w, dtype, granularity, self.scale, name)
+    def init_spec(self, w:Tensor, dtype:QDtype, granularity:Granularity, name:str='weight', param_dtype:str='float32') -> QuantSpec:
+        "Round-to-nearest on this criteria's grid (scales in `param_dtype`): the starting point of every criteria."
+        return quantize_weight(w, dtype, granularity, self.scale, name, param_dtype)
     def check_fit_args(self, **kwargs):
         "Raise a `ValueError` for arguments `fit` does not take, before anything changes."
         if kwargs: raise ValueError(f"criteria={self.name} takes no fit arguments, got {sorted(kwargs)}")

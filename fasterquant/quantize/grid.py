@@ -11,7 +11,8 @@ from .dtype import QDtype, get_dtype
 from .granularity import Granularity
 
 # %% auto #0
-__all__ = ['qparams_from_range', 'round_half_even', 'quantize', 'dequantize', 'fake_quant', 'QuantSpec']
+__all__ = ['PARAM_DTYPES', 'qparams_from_range', 'round_half_even', 'quantize', 'dequantize', 'fake_quant', 'check_param_dtype',
+           'as_param', 'QuantSpec']
 
 # %% ../../nbs/quantize/02_grid.ipynb #35d64ea9
 def qparams_from_range(lo:Tensor, # per-row minimum
@@ -46,6 +47,23 @@ def fake_quant(x:Tensor, scale, zero_point, qmin:int, qmax:int) -> Tensor:
     "`dequantize(quantize(x))` with a straight-through gradient (identity inside the range), in `x`'s dtype."
     fq = dequantize(quantize(x, scale, zero_point, qmin, qmax), scale, zero_point).to(x.dtype)
     return x + (fq - x).detach() if x.requires_grad else fq
+
+# %% ../../nbs/quantize/02_grid.ipynb #090e5f1f
+PARAM_DTYPES = ('float32', 'float16')
+
+def check_param_dtype(param_dtype) -> str:
+    "`param_dtype` if it is one of `PARAM_DTYPES`, else a `ValueError` saying what to pass."
+    if param_dtype not in PARAM_DTYPES: raise ValueError(f"param_dtype must be one of {PARAM_DTYPES}, got {param_dtype!r}")
+    return param_dtype
+
+def as_param(x:Tensor, # a float tensor (scales, a bias)
+             param_dtype:str='float32', # 'float32' (unchanged) or 'float16'
+             up:bool=False) -> Tensor: # round toward +inf (scales: never smaller, so never clipping more, and never 0)
+    "`x` rounded to `param_dtype`, held in `x`'s dtype; `x` unchanged if a value is beyond that format's range."
+    if check_param_dtype(param_dtype) == 'float32' or not x.numel(): return x
+    h = x.to(torch.float16)
+    if up: h = torch.where(h.to(x.dtype) < x, torch.nextafter(h, torch.full_like(h, float('inf'))), h)
+    return h.to(x.dtype) if bool(torch.isfinite(h).all()) else x
 
 # %% ../../nbs/quantize/02_grid.ipynb #ff529857
 @dataclass

@@ -10,7 +10,7 @@ import torch
 from torch import nn, Tensor
 from .dtype import QDtype, get_dtype
 from .granularity import get_granularity
-from .grid import QuantSpec
+from .grid import QuantSpec, as_param, check_param_dtype
 from .criteria import get_criteria
 from .context import get_context
 from .schedule import get_schedule, is_gradual
@@ -47,7 +47,8 @@ class Quantizer:
                  group_size:int=128, # block size along the input dim for `granularity='group'`
                  layer_types=QUANTIZABLE, # module types whose `weight` is quantized
                  inplace:bool=False, # quantize `model` itself instead of a copy
-                 fold_bn:bool=True): # fold BatchNorm into the layer before it before choosing grids (False: keep it, slower exports)
+                 fold_bn:bool=True, # fold BatchNorm into the layer before it before choosing grids (False: keep it, slower exports)
+                 param_dtype:str='float32'): # float format of the scales and float biases: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
         if not isinstance(model, nn.Module): raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
         self.granularity = get_granularity(granularity, group_size)
         self.context, self.criteria = get_context(context), get_criteria(criteria)
@@ -58,6 +59,7 @@ class Quantizer:
         self.act_dtype = None if act_dtype is None else get_dtype(act_dtype)
         if not isinstance(fold_bn, bool): raise TypeError(f"fold_bn must be True or False, got {fold_bn!r}")
         self.layer_types, self.inplace, self.fold_bn = _check_layer_types(layer_types), inplace, fold_bn
+        self.param_dtype = check_param_dtype(param_dtype)
         self.model = model if inplace else copy.deepcopy(model)
         if not inplace: uninstall_placement(self.model)   # a copy of an already placed model starts from its own forward
         self.layers = OrderedDict((n, m) for n, m in self.model.named_modules()
@@ -68,7 +70,8 @@ class Quantizer:
 
     def __repr__(self):
         return (f"Quantizer(granularity={self.granularity}, context={self.context}, criteria={self.criteria}, "
-                f"schedule={self.schedule.name}, dtype={self.dtype}, act_dtype={self.act_dtype}, layers={len(self.layers)})")
+                f"schedule={self.schedule.name}, dtype={self.dtype}, act_dtype={self.act_dtype}, layers={len(self.layers)}"
+                + (f", param_dtype={self.param_dtype})" if self.param_dtype != 'float32' else ")"))
 
     @property
     def skipped(self) -> list:
@@ -87,6 +90,15 @@ class Quantizer:
             raise ValueError("this model is already quantized in place by another Quantizer: call that Quantizer's remove() first "
                              "(or quantize a copy: inplace=False)")
         _HELD[self.model] = self
+
+    def grid_spec(self, w:Tensor, dtype, name:str='weight') -> QuantSpec:
+        "Round-to-nearest `QuantSpec` of `w` on the criteria's grid with this Quantizer's granularity and `param_dtype`: where every criteria starts."
+        return self.criteria.init_spec(w, dtype, self.granularity, name, self.param_dtype)
+
+    def param_spec(self, spec:QuantSpec) -> QuantSpec:
+        "`spec` with its scales in `param_dtype` (its integers kept): for a grid made elsewhere (a folded BatchNorm's)."
+        s = as_param(spec.scale, self.param_dtype, up=True)
+        return spec if s is spec.scale else QuantSpec(spec.q, s, spec.zero_point, spec.dtype, spec.granularity)
 
     def set_spec(self, name:str, spec:QuantSpec):
         "Record `spec` for layer `name` and write its fake-quantized weight into the model (saving the float weight first)."
@@ -122,16 +134,17 @@ class Quantizer:
         return torch.round(self.layers[name].bias.detach().double().cpu() / s.double())
 
     def _write_biases(self, names):
-        "Put the bias of each layer in `names` on its grid `s_x·s_w` (as the runtime's integer kernels add it), saving the float bias first."
+        "Put the bias of each layer in `names` on its grid `s_x·s_w` (as the runtime's integer kernels add it), or else in `param_dtype`, saving the float bias first."
         owners = {}
         for n, l in self.layers.items():
             if l.bias is not None: owners.setdefault(id(l.bias), []).append(n)
         for n in names:
             s, b = self.bias_scale(n), self.layers[n].bias
-            if s is None or len(owners[id(b)]) > 1: continue   # a bias shared by two layers keeps its float value
+            if b is None or len(owners[id(b)]) > 1 or (s is None and self.param_dtype == 'float32'): continue   # a shared bias keeps its float value
             if n not in self._float_bias: self._float_bias[n] = b.detach().clone()
-            q = torch.round(self._float_bias[n].double().cpu() / s.double()).clamp(-2**31, 2**31 - 1)
-            with torch.no_grad(): b.copy_((q.float() * s).to(b.device, b.dtype))
+            if s is None: v = as_param(self._float_bias[n].float().cpu(), self.param_dtype)
+            else: v = torch.round(self._float_bias[n].double().cpu() / s.double()).clamp(-2**31, 2**31 - 1).float() * s
+            with torch.no_grad(): b.copy_(v.to(b.device, b.dtype))
 
     def _fit_bias_grids(self):
         "Widen the weight scale of the (nearly all-zero) channels whose bias does not fit an int32 on `s_x·s_w`, as ONNX Runtime's quantizer does."
@@ -145,7 +158,7 @@ class Quantizer:
             need = (b.abs() / (s_b.double() / sp.scale.double().reshape(-1).expand_as(b)) / lim * (1 + 1e-6))   # the smallest scale that fits
             scale = torch.where(over, torch.maximum(need, sp.scale.double().reshape(-1).expand_as(b)), sp.scale.double().reshape(-1).expand_as(b))
             if sp.granularity.name == 'tensor': scale = scale.max().reshape(sp.scale.shape)
-            scale = scale.float().reshape(sp.scale.shape)
+            scale = as_param(scale.float().reshape(sp.scale.shape), self.param_dtype, up=True)
             s_full, z_full = sp.granularity.expand(scale, sp.q.shape), sp.granularity.expand(sp.zero_point, sp.q.shape)
             q = (torch.round(self.float_weight(n).float().cpu() / s_full) + z_full).clamp(sp.qmin, sp.qmax).to(torch.int32)
             new[n] = QuantSpec(q, scale, sp.zero_point, sp.dtype, sp.granularity)
@@ -208,7 +221,7 @@ class Quantizer:
         folded_specs = {}
         for l, b in list(pairs.items()):
             if l not in self.specs: continue
-            try: folded_specs[l] = fold_spec(self.specs[l], bn_factor(self.model.get_submodule(b)))
+            try: folded_specs[l] = self.param_spec(fold_spec(self.specs[l], bn_factor(self.model.get_submodule(b))))
             except ValueError as e:
                 warnings.warn(f"{l}: BatchNorm {b} is kept ({e})"); del pairs[l]
         if not pairs: return self.folded
@@ -246,7 +259,7 @@ class Quantizer:
         try:
             if self.fold_bn: self.fold()
             self.plan = OrderedDict(self.context.assign(self, calib))
-            self.set_specs({n: self.criteria.init_spec(self.float_weight(n), dt, self.granularity, n)
+            self.set_specs({n: self.grid_spec(self.float_weight(n), dt, n)
                             for n, dt in self.plan.items() if dt is not None})
             self.criteria.fit(self, calib, **kwargs)
             if self.act_dtype is not None: self.calibrate_activations(calib)
@@ -322,12 +335,14 @@ class Quantizer:
         return rows
 
     def size_bits(self) -> dict:
-        "Weight storage in bits: float32 vs quantized (integers plus float32 scales and zero points) for the quantizable layers."
+        "Weight storage in bits: float32 vs quantized (integers plus scales, 16 bits where they are float16 values, and zero points) for the quantizable layers."
         fl = q = 0
         for n, m in self.layers.items():
             fl += m.weight.numel() * 32
             sp = self.specs.get(n)
-            q += m.weight.numel() * 32 if sp is None else sp.q.numel() * sp.dtype.bits + sp.scale.numel() * 32 + (0 if sp.dtype.signed else sp.zero_point.numel() * sp.dtype.bits)
+            if sp is None: q += m.weight.numel() * 32; continue
+            s_bits = 16 if torch.equal(sp.scale.half().float(), sp.scale.float()) else 32
+            q += sp.q.numel() * sp.dtype.bits + sp.scale.numel() * s_bits + (0 if sp.dtype.signed else sp.zero_point.numel() * sp.dtype.bits)
         return dict(float_bits=fl, quant_bits=q, ratio=fl / max(q, 1))
 
     def print_precision(self):

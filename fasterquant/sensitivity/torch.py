@@ -69,7 +69,7 @@ class TorchSensitivity:
         "Distance of the outputs when only layer `name` is quantized to `dtype` (default: the Quantizer's)."
         q = self.q
         dtype = q.dtype if dtype is None else get_dtype(dtype)
-        spec = q.criteria.init_spec(q.float_weight(name), dtype, q.granularity, name)
+        spec = q.grid_spec(q.float_weight(name), dtype, name)
         aq = {name: self.act_quants[name]} if name in self.act_quants and not self.act_quants[name].observing else {}
         with self._float(), q.applied({name: spec}), self._hooks(aq):
             return output_distance(self.reference, _run_all(q.model, self.calib), metric)
