@@ -36,6 +36,7 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
                 fold_weights:bool=False, # dequantize the weights once at load (float speed and memory, same values; not for W8A8)
                 providers:list=None, # execution providers (default: CPU)
                 external:dict=None, # initializer name -> `OrtValue` holding the data of an initializer the model stores as external data
+                spin:bool=True, # let idle pool threads spin (False: they sleep; for several sessions sharing the cores)
                 _dump:str=None): # (internal) write the optimized graph there
     "An onnxruntime `InferenceSession` with fasterquant's settings."
     import onnxruntime as ort
@@ -45,6 +46,7 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
     if exact: so.add_session_config_entry('session.qdq_matmulnbits_accuracy_level', '1')
     if fold_weights: so.add_session_config_entry('session.disable_quant_qdq', '1')
     if threads: so.intra_op_num_threads = threads
+    if not spin: so.add_session_config_entry('session.intra_op.allow_spinning', '0')
     so.log_severity_level = 3
     if external: so.add_external_initializers(list(external), list(external.values()))
     if hasattr(model, 'SerializeToString'): model = model.SerializeToString()
@@ -124,13 +126,13 @@ def ort_accuracy(model, # a path, `ModelProto` or session (single input, class s
     return correct / len(y)
 
 # %% ../../nbs/onnx/00_runtime.ipynb #2f8b6d50
-def ort_latency(sessions:dict, # name -> a path, `ModelProto` or session (single input)
+def ort_latency(sessions:dict, # name -> a path, `ModelProto` (opened with `spin=False`) or session (single input)
                 x, # the input: a tensor or array
                 runs:int=20, # timed runs per session
                 rounds:int=5, # the runs are spread over this many interleaved rounds
                 warmup:int=3) -> dict: # untimed runs per session first
     "Median seconds per run of every session on `x`, runs interleaved across sessions."
-    ss = {k: _session(v) for k, v in sessions.items()}
+    ss = {k: _session(v, spin=False) for k, v in sessions.items()}
     feed = {k: {s.get_inputs()[0].name: x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)} for k, s in ss.items()}
     for k, s in ss.items():
         for _ in range(warmup): s.run(None, feed[k])

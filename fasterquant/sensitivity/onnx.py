@@ -373,7 +373,8 @@ def kl_prob_distance(ref:np.ndarray, out:np.ndarray, eps:float=1e-10) -> float:
 
 def _kl_prob_prepared(ref:np.ndarray, eps:float=1e-10):
     "`kl_prob_distance(ref, .)` with the reference's side computed once; float32 terms summed in float64 (a 32-word OCR output holds 24M probabilities)."
-    p = np.clip(ref, 0, None).astype(np.float32); lp = np.log(p + np.float32(eps))
+    p = np.maximum(ref, 0, dtype=np.float32)   # one pass each, one scratch: this runs once per scorer, over every probability
+    lp = p + np.float32(eps); np.log(lp, out=lp)
     c = p.shape[-1] if p.ndim else 1
     p, lp = p.reshape(-1, c), lp.reshape(-1, c)
     rows = max(1, (1 << 17) // c)   # a chunk of about 128k terms: the scratch stays in cache between the five passes
