@@ -85,7 +85,10 @@ def markdown(res) -> str:
           "and infers it again per probe, and it gets the ranges of the part's tensors only. What is left per probe: quantizing the node in its part "
           "(ORT's quantizer), opening a session, the part's forward pass and the distance, the forward pass the largest; the 4x would need several probes per "
           "forward pass (one session serving every probe), which an earlier version of this script measured as slower than separate sessions "
-          "(every weight and activation behind an `If` loses ONNX Runtime's weight pre-packing and fusions).", '']
+          "(every weight and activation behind an `If` loses ONNX Runtime's weight pre-packing and fusions). "
+          "The baselines are the less stable side: the scorer before computes its distance on float64 copies of every output per probe "
+          "(about 1 GB of temporaries on PP-OCRv6), so its time follows how fast the machine hands out fresh memory, and it moved by a "
+          "factor of two between runs of the same code here; the scorer now keeps one float32 scratch and its time stays put.", '']
     return '\n'.join(L)
 
 def main():
