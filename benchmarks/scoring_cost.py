@@ -17,7 +17,7 @@ import argparse, json, os, platform, statistics, tempfile, time, warnings, loggi
 from pathlib import Path
 import numpy as np
 from onnxruntime.quantization import quantize_static, QuantFormat
-from fasterquant.sensitivity.onnx import OnnxSensitivity, ort_op_types, _quiet, FeedReader, KEEP_ACTIVATIONS
+from fasterquant.sensitivity.onnx import OnnxSensitivity, ort_op_types, _quiet, FeedReader
 from fasterquant.onnx.runtime import ort_session, run_feeds
 from fasterquant.core.metrics import output_distance, get_metric
 from results_io import add_results_args, write_results, rendered
@@ -43,7 +43,7 @@ def bench(name, make, n_probes, repeats, n_static, tmp):
                 t = time.perf_counter()
                 with _quiet():
                     quantize_static(prep, Path(tmp) / 'one.onnx', FeedReader(sens.feeds), quant_format=QuantFormat.QDQ, nodes_to_quantize=[node],
-                                    op_types_to_quantize=sens.op_types, extra_options=dict(KEEP_ACTIVATIONS), **kw)
+                                    op_types_to_quantize=sens.op_types, **kw)
                 output_distance(sens.reference, run_feeds(Path(tmp) / 'one.onnx', sens.feeds), f); static.append(time.perf_counter() - t)
         with _quiet(): s2 = make(sens.ranges)   # the scorer now, end to end over every target (a fresh scorer each time: nothing cached but the ranges)
         t = time.perf_counter(); res = s2.score(progress=False); runs.append(time.perf_counter() - t)

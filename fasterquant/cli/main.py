@@ -160,7 +160,7 @@ def sensitivity(args, model):
     with _quiet_ort():
         sens = OnnxSensitivity(args.model, calib, weight_type=w, activation_type=a, per_channel=not args.per_tensor,
                                calibrate_method=args.calibrate_method, batch_size=args.batch_size, n_batches=args.n_batches,
-                               op_types_to_quantize=args.op_types, metric=args.metric)
+                               op_types_to_quantize=args.op_types, chains=args.chains, metric=args.metric)
         if getattr(args, 'label_values', None) is not None:
             out = np.asarray(sens.reference[0][0])
             if out.ndim != 2 or out.shape[1] < 2: raise CLIError(f"--labels needs class scores [N, classes] as the model's first output, got [N, {'x'.join(map(str, out.shape[1:]))}]")
@@ -339,7 +339,8 @@ def _add_onnx_args(p):
     p.add_argument('--metric', choices=['auto', 'kl', 'kl_prob', 'mse', 'cos'], default='auto', help="how far the outputs move from the float model's: auto (default) picks from the output: probabilities -> kl_prob (no second softmax), class logits -> kl, anything else -> mse")
     p.add_argument('--calibrate-method', choices=['minmax', 'entropy', 'percentile'], default='minmax', help="activation range calibration (default minmax)")
     p.add_argument('--per-tensor', action='store_true', help="one weight scale per tensor (default: per output channel)")
-    p.add_argument('--op-types', nargs='+', metavar='OP', help="op types to quantize (default: the weight ops Conv Gemm MatMul; elementwise ops stay float unless named here)")
+    p.add_argument('--op-types', nargs='+', metavar='OP', help="op types to quantize (default: the weight ops Conv Gemm MatMul, with the chain nodes between them, see --no-chains; other elementwise ops stay float unless named here)")
+    p.add_argument('--no-chains', dest='chains', action='store_false', help="quantize only the --op-types nodes; by default the Relu/Clip/pooling/Add/Concat nodes between quantized nodes are quantized too, so ONNX Runtime's integer kernels run on without dequantizing")
     p.add_argument('--batch-size', type=int, default=32, metavar='N', help="calibration samples per run (default 32)")
     p.add_argument('--n-batches', type=int, metavar='N', help="use at most this many calibration batches")
     p.add_argument('-q', '--quiet', action='store_true', help="no progress bar")

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #351d4ee7
 from __future__ import annotations
-import copy, math, time, json, logging, tempfile, warnings, os, contextlib
+import copy, math, time, json, logging, tempfile, warnings, os, contextlib, collections
 from pathlib import Path
 from collections.abc import Mapping, Iterable
 import numpy as np
@@ -23,12 +23,12 @@ from ..onnx.runtime import run_feeds, ort_session
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'KEEP_ACTIVATIONS', 'SHARED_BYTES', 'onnx_inputs',
-           'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types',
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'SHARED_BYTES', 'onnx_inputs',
+           'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types', 'chain_nodes',
            'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers',
-           'prepare_onnx', 'quantized_nodes', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx',
-           'kl_prob_distance', 'pick_metric', 'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity',
-           'score_onnx', 'onnx_node_scopes', 'graph_blocks']
+           'name_nodes', 'prepare_onnx', 'quantized_nodes', 'restore_activations', 'float_reads_float', 'verify_onnx',
+           'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'pick_metric', 'check_metric', 'downstream_model',
+           'external_stub', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -129,8 +129,37 @@ def ort_op_types() -> list[str]:
 WEIGHT_OPS = ('Conv', 'Gemm', 'MatMul')
 
 def default_op_types() -> list[str]:
-    "Our default: the weight ops, the ones that run faster and are stored smaller as integers; elementwise ops stay float unless asked for."
+    "Our default: the weight ops, the ones that run faster and are stored smaller as integers; elementwise ops stay float unless asked for (see `chain_nodes` for the ones that join their chains)."
     return list(WEIGHT_OPS)
+
+CHAIN_OPS = ('Relu', 'Clip', 'MaxPool', 'AveragePool', 'GlobalAveragePool', 'Add', 'Concat')
+_UNARY_CHAIN = ('Relu', 'Clip', 'MaxPool', 'AveragePool', 'GlobalAveragePool')
+
+def chain_nodes(model:onnx.ModelProto, # the float model
+                quantized, # names of the nodes that are quantized (the weight ops)
+                exclude=(), # names never added (kept in float)
+                calibrated=None) -> list[str]: # if given, tensor names with ranges: a node whose output has none is not added
+    "Nodes that join the integer chains of `quantized` ones: a Relu/Clip/pooling reading one, an Add/Concat all of whose computed inputs come from them, kept only where a quantized (or chain) node reads the output."
+    g, q, ex = model.graph, set(quantized), set(exclude)
+    if any(not n.name for n in g.node if n.op_type in CHAIN_OPS) or '' in q: return []  # ORT picks nodes by name (`prepare_onnx` names them all)
+    inits = {i.name for i in g.initializer}
+    prod = {o: n.name for n in g.node for o in n.output}
+    readers = collections.defaultdict(set)
+    for n in g.node:
+        for i in n.input: readers[i].add(n.name)
+    def computed(n): return [i for i in (n.input[:1] if n.op_type in _UNARY_CHAIN else n.input) if i and i not in inits]
+    cand = [n for n in g.node if n.name and n.op_type in CHAIN_OPS and n.name not in q | ex
+            and (calibrated is None or all(o in calibrated for o in n.output))
+            and not (n.op_type in ('Add', 'Concat') and len(computed(n)) < 2)]  # a bias Add stays float: its constant would be requantized
+    chain, grew = set(), True
+    while grew:  # grow: every computed input comes from a quantized or chain node
+        grew = False
+        for n in cand:
+            if n.name not in chain and all(prod.get(i) in q | chain for i in computed(n)): chain.add(n.name); grew = True
+    while True:  # prune: keep the ones a quantized or chain node reads
+        drop = {n.name for n in cand if n.name in chain and not any(r in q | chain for o in n.output for r in readers[o])}
+        if not drop: return [n.name for n in g.node if n.name in chain]
+        chain -= drop
 
 def _save(model:onnx.ModelProto, path):
     "Save a copy of `model` (weights as external data only past protobuf's 2GB limit)."
@@ -187,6 +216,16 @@ def constants_to_initializers(model:onnx.ModelProto) -> int:
             g.initializer.append(t); n += 1
         else: keep.append(node)
     if n: del g.node[:]; g.node.extend(keep)
+    return n
+
+def name_nodes(model:onnx.ModelProto) -> int:
+    "Give every unnamed node of the main graph a unique name (`<op type>_<index>`, in place): scores, exclusion and ORT's quantizer all go by name; returns how many."
+    taken, n = {x.name for x in model.graph.node}, 0
+    for i, node in enumerate(model.graph.node):
+        if node.name: continue
+        name, k = f"{node.op_type}_{i}", 0
+        while name in taken: k += 1; name = f"{node.op_type}_{i}_{k}"
+        node.name = name; taken.add(name); n += 1
     return n
 
 @contextlib.contextmanager
@@ -246,6 +285,7 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
         except Exception as e: raise ValueError(f"cannot upgrade the model from opset {v} to {opset} ({type(e).__name__}: {str(e)[:120]}); re-export it at opset >= {opset}") from None
         steps.append(f"opset {v} upgraded to {opset}")
     with tempfile.TemporaryDirectory(prefix='fq.prepare.') as d: m = _pre_process(m, Path(d), steps)
+    if n := name_nodes(m): steps.append(f"{n} unnamed nodes named")
     try: ort_session(m.SerializeToString())
     except Exception as e: raise ValueError(f"ONNX Runtime cannot load the prepared model ({type(e).__name__}: {str(e).strip()[:120]})") from None
     return m
@@ -259,17 +299,68 @@ def _check_names(model:onnx.ModelProto, names, what='nodes_to_exclude'):
 def quantized_nodes(model:onnx.ModelProto, # the float model
                     op_types=None, # op types that are quantized (default: `default_op_types()`)
                     nodes_to_quantize=None, # if given, only these nodes
-                    nodes_to_exclude=None) -> set[str]: # nodes kept in float
-    "Names of the nodes ORT's QDQ quantizer quantizes under these settings."
+                    nodes_to_exclude=None, # nodes kept in float
+                    chains:bool=False, # add the `chain_nodes` of the quantized ones
+                    calibrated=None) -> set[str]: # with `chains`: the tensors that have ranges
+    "Names of the nodes quantized under these settings: those of `op_types` that ORT's QDQ quantizer picks, and with `chains` the nodes that join their integer chains."
     ops, only, ex = set(op_types or default_op_types()), set(nodes_to_quantize or []), set(nodes_to_exclude or [])
-    return {n.name for n in model.graph.node if n.op_type in ops and n.name not in ex and (not only or n.name in only)}
+    q = {n.name for n in model.graph.node if n.op_type in ops and n.name not in ex and (not only or n.name in only)}
+    return q | set(chain_nodes(model, q, ex, calibrated)) if chains else q
+
+def _ort_selection(model:onnx.ModelProto, # the float model
+                  op_types, # op types quantized (chain nodes come on top)
+                  nodes_to_quantize=None, # if given, only these nodes (and their chains)
+                  nodes_to_exclude=None, # nodes kept in float
+                  chains:bool=True, # add the `chain_nodes`
+                  calibrated=None) -> tuple: # tensors that have ranges
+    "`(op_types_to_quantize, nodes_to_quantize, quantized)` for ORT's quantizer so that it quantizes exactly `quantized_nodes(...)`: chain nodes go by name."
+    op_types = list(op_types or default_op_types())
+    quantized = quantized_nodes(model, op_types, nodes_to_quantize, nodes_to_exclude, chains, calibrated)
+    extra = sorted({n.op_type for n in model.graph.node if n.name in quantized} - set(op_types))
+    if not extra: return op_types, list(nodes_to_quantize or []), quantized
+    return op_types + extra, sorted(quantized), quantized
+
+def _chain_op_types(op_types, chains:bool=True) -> list[str]:
+    "The op types whose tensors need ranges: `op_types`, and with `chains` the `CHAIN_OPS`."
+    op_types = list(op_types or default_op_types())
+    return op_types + [c for c in CHAIN_OPS if chains and c not in op_types]
 
 _QDQ = ('QuantizeLinear', 'DequantizeLinear')
-# ORT removes a quantized Relu/Clip and lets its producer write the Relu's output name; a float reader of that name would get the values before the Relu
-KEEP_ACTIVATIONS = {'QDQKeepRemovableActivations': True}
+_REMOVABLE = ('Relu', 'Clip')  # ORT's quantizer removes these when quantized, leaving their clamp to the QuantizeLinear before them
+
+def _removable_source(model:onnx.ModelProto, quantized) -> onnx.ModelProto:
+    "The part of `model` that `restore_activations` needs: copies of its quantized Relu/Clip nodes and their constant inputs (before `model` is quantized in place)."
+    q, inits = set(quantized), {i.name: i for i in model.graph.initializer}
+    nodes = [copy.deepcopy(n) for n in model.graph.node if n.op_type in _REMOVABLE and n.name in q]
+    consts = [copy.deepcopy(inits[i]) for n in nodes for i in n.input[1:] if i in inits]
+    return onnx.helper.make_model(onnx.helper.make_graph(nodes, 'removable', [], [], consts))
+
+def restore_activations(model:onnx.ModelProto, # a QDQ model written by ORT's quantizer (changed in place)
+                        quantized, # names of the nodes that are quantized
+                        source:onnx.ModelProto) -> list[str]: # the float model it was quantized from (or its `_removable_source`)
+    "Give back, in float, each quantized Relu/Clip that ORT's quantizer removed (its clamp left to the QuantizeLinear) to whatever else reads its output: float nodes and graph outputs; returns their names."
+    g, quantized, done = model.graph, set(quantized), []
+    present, inits = {n.name for n in g.node}, {i.name for i in g.initializer}
+    src_inits = {i.name: i for i in source.graph.initializer}
+    for a in source.graph.node:
+        if a.op_type not in _REMOVABLE or a.name not in quantized or a.name in present: continue
+        t, outs = a.output[0], {o.name for o in g.output}
+        prod = next((n for n in g.node if t in n.output), None)
+        if prod is None or not (t in outs or any(t in n.input for n in g.node if n.op_type != 'QuantizeLinear')): continue
+        pre = t + '_fq_pre'   # the producer's output, before the clamp: what the QuantizeLinear reads
+        prod.output[:] = [pre if o == t else o for o in prod.output]
+        for n in g.node:
+            if n.op_type == 'QuantizeLinear' and n.input[0] == t: n.input[0] = pre
+        act = copy.deepcopy(a); act.input[0] = pre
+        for i in act.input[1:]:
+            if i and i not in inits and i in src_inits: g.initializer.append(copy.deepcopy(src_inits[i])); inits.add(i)
+        nodes = list(g.node); nodes.insert(nodes.index(prod) + 1, act)
+        del g.node[:]; g.node.extend(nodes); done.append(a.name)
+    return done
 
 def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quantizer (changed in place)
-                      quantized) -> int: # names of the nodes that are quantized
+                      quantized, # names of the nodes that are quantized
+                      source:onnx.ModelProto=None) -> int: # the float model: Relu/Clip removed by ORT come back for float readers (`restore_activations`)
     "Make every node outside `quantized` read the float tensors rather than their quantize-dequantize copies, keep graph outputs float, and drop the Q/DQ pairs nobody reads; returns how many inputs changed."
     g, quantized = model.graph, set(quantized)
     inits = {i.name for i in g.initializer}
@@ -294,6 +385,7 @@ def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quan
         if n.op_type in _QDQ or n.name in quantized: continue
         for i, x in enumerate(n.input):
             if x in src: n.input[i] = src[x]; changed += 1
+    if source is not None: restore_activations(model, quantized, source)
     while True:  # drop Q/DQ nodes whose outputs nobody reads
         used = {x for n in g.node for x in n.input} | outs
         dead = [n for n in g.node if n.op_type in _QDQ and not any(o in used for o in n.output)]
@@ -334,6 +426,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   activation_type='int8', # activation integer type
                   calibrate_method='minmax', # used when calibrating here
                   op_types_to_quantize:list=None, # default: `default_op_types()`, the weight ops
+                  chains:bool=True, # also quantize the Relu/Clip/pooling/Add/Concat between quantized nodes (`chain_nodes`), so ORT's integer kernels run on
                   batch_size:int=32, # when splitting stacked calibration arrays
                   extra_options:dict=None, # passed to `quantize_static`
                   prepare:bool=True, # run `prepare_onnx` first (False: `model` is already prepared)
@@ -344,21 +437,21 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     nodes_to_exclude = list(nodes_to_exclude or [])
     if ranges is None and calib is None: raise ValueError("quantize_onnx needs calibration inputs (`calib`) or precomputed `ranges`")
     wt, at = get_quant_type(weight_type), get_quant_type(activation_type)
-    extra_options = {**KEEP_ACTIVATIONS, **(extra_options or {})}
     src = prepare_onnx(model, needed_opset(wt, at)) if prepare else _load_model(model)
     _check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
-    if ranges is None: ranges = calibrate_onnx(src, onnx_inputs(calib, src, batch_size), op_types, calibrate_method, extra_options)  # our calibration defaults
+    if ranges is None: ranges = calibrate_onnx(src, onnx_inputs(calib, src, batch_size), _chain_op_types(op_types, chains), calibrate_method, extra_options)  # our calibration defaults
+    ort_types, only, quantized = _ort_selection(src, op_types, kwargs.pop('nodes_to_quantize', None), nodes_to_exclude, chains, set(ranges.keys()))
     with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
         d = Path(d); cache = d/'ranges.json'
         save_tensors_data(ranges, cache)  # quantize_static reads our ranges back instead of calibrating again
         _save(src, d/'model.onnx')  # ORT writes `<stem>-inferred.onnx` beside its input: only ever beside our copy
         with _in_dir(d):
             quantize_static(d/'model.onnx', d/'q.onnx', None, quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                            weight_type=wt, activation_type=at, calibrate_method=ranges.calibration_method, op_types_to_quantize=op_types,
-                            nodes_to_exclude=nodes_to_exclude, extra_options=extra_options, calibration_cache_path=cache, **kwargs)
+                            weight_type=wt, activation_type=at, calibrate_method=ranges.calibration_method, op_types_to_quantize=ort_types,
+                            nodes_to_quantize=only, nodes_to_exclude=nodes_to_exclude, extra_options=extra_options, calibration_cache_path=cache, **kwargs)
         q = onnx.load(str(d/'q.onnx'))
-    if float_inputs: float_reads_float(q, quantized_nodes(src, op_types, kwargs.get('nodes_to_quantize'), nodes_to_exclude))
+    if float_inputs: float_reads_float(q, quantized, src)
     return write_onnx(q, out)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #2388d1b2
@@ -478,6 +571,7 @@ class OnnxSensitivity:
                  activation_type='int8', # activation integer type
                  calibrate_method='minmax', # ORT calibration method
                  op_types_to_quantize:list=None, # op types to score and quantize (default: `default_op_types()`, the weight ops)
+                 chains:bool=True, # also quantize the nodes that join the quantized ones' integer chains (`chain_nodes`); they follow, never scored
                  extra_options:dict=None, # ORT quantizer `extra_options`
                  reduce_range:bool=False, # 7-bit weights (ORT's option for CPUs without VNNI)
                  batch_size:int=32, # when splitting stacked calibration arrays
@@ -491,13 +585,13 @@ class OnnxSensitivity:
         self.source = model
         self.weight_type, self.activation_type = get_quant_type(weight_type), get_quant_type(activation_type)
         self.op_types = list(op_types_to_quantize or default_op_types())
-        self.extra_options = {**KEEP_ACTIVATIONS, **(extra_options or {})}
+        self.extra_options = dict(extra_options or {})
         self.steps = []
         self.model = prepare_onnx(model, needed_opset(self.weight_type, self.activation_type), self.steps)
         self.feeds = onnx_inputs(calib, self.model, batch_size, n_batches)
         self.n_calibrations = 0
         if ranges is None:
-            ranges = calibrate_onnx(self.model, self.feeds, self.op_types, calibrate_method, self.extra_options, providers)
+            ranges = calibrate_onnx(self.model, self.feeds, _chain_op_types(self.op_types, chains), calibrate_method, self.extra_options, providers)
             self.n_calibrations += 1
         self.ranges = ranges
         self.reference = run_feeds(self.model, self.feeds, providers=providers)
@@ -524,7 +618,7 @@ class OnnxSensitivity:
         by_name = {n.name: n for n in self.model.graph.node}
         return [t for t in self.targets() if any(i in inits for i in by_name[t].input)]
 
-    def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None, model=None) -> QDQQuantizer:
+    def quantizer(self, nodes_to_quantize:list=None, nodes_to_exclude:list=None, model=None, op_types:list=None) -> QDQQuantizer:
         "ORT's `QDQQuantizer` on a copy of the model (or on `model`, a part of it built for the purpose: quantized in place), with the stored ranges and settings."
         names = None
         if model is not None:   # a part: only the tensors next to the nodes it quantizes can be quantized
@@ -534,15 +628,17 @@ class OnnxSensitivity:
         # a copy (of those tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into later probes
         return QDQQuantizer(copy.deepcopy(self.model) if model is None else model, self.per_channel, self.reduce_range, self.weight_type,
                             self.activation_type, ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
-                            self.op_types, self.extra_options)
+                            list(op_types or self.op_types), self.extra_options)
 
     def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None, model=None) -> onnx.ModelProto:
         "The QDQ model with `nodes_to_exclude` in float (reading float tensors), from the stored ranges: what `quantize` writes (`model`: a part of the model instead, consumed)."
-        quantized = quantized_nodes(self.model if model is None else model, self.op_types, nodes_to_quantize, nodes_to_exclude)
-        q = self.quantizer(nodes_to_quantize, nodes_to_exclude, model)
+        ops, only, quantized = _ort_selection(self.model if model is None else model, self.op_types, nodes_to_quantize, nodes_to_exclude,
+                                             self.chains, set(self.ranges.keys()))
+        src = self.model if model is None else _removable_source(model, quantized)  # a part is quantized in place
+        q = self.quantizer(only, nodes_to_exclude, model, ops)
         with _quiet(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
         m = q.model.model
-        float_reads_float(m, quantized)
+        float_reads_float(m, quantized, src)
         return m
 
     def probe_model(self, node:str) -> onnx.ModelProto:
