@@ -152,9 +152,9 @@ def bench_model(b:Bench, d:Path, venv, quick:bool, log=print):
     # latency: per thread count, every file in one interleaved measurement, at batch 1 and 32
     live = [r for r in rows if 'path' in r]
     for bs, th in SETTINGS:
-        sess = {i: ort_session(r['path'], threads=th, spin=False, **r['sess']) for i, r in enumerate(live)}   # idle threads sleep: no session slows the next
+        sess = {i: (lambda r=r: ort_session(r['path'], threads=th, **r['sess'])) for i, r in enumerate(live)}   # opened alone in its turn: ONNX Runtime's defaults
         runs, rounds = ((40, 4) if bs == 1 else (8, 4)) if quick else ((200, 10) if bs == 1 else (40, 8))
-        lat = ort_latency(sess, b.x[:bs], runs=runs, rounds=rounds, warmup=5)
+        lat = ort_latency(sess, b.x[:bs], runs=runs, rounds=rounds, warmup=5, alone=True)
         for i, r in enumerate(live):
             r[f'ms_b{bs}_t{th}'] = 1e3 * lat[i]
             r[f'x_b{bs}_t{th}'] = lat[i] / lat[0]
@@ -211,9 +211,10 @@ def report(results, seconds, quick):
              "`session.qdq_matmulnbits_accuracy_level=1`). `ORT − PyTorch`: that accuracy minus the PyTorch model's, in points; the "
              "PyTorch model computes in its integer-emulation mode (`Quantizer.emulated()`) when activations are quantized, as the "
              "fake-quantized model otherwise; `max |Δ logit|` is the largest difference of the logits over the test set. Size: the float "
-             "ONNX's bytes divided by the file's. Latency: ONNX Runtime CPU, `intra_op_num_threads` 1 or 2 with idle threads sleeping "
-             "(`spin=False`: spinning threads of one session would slow the next one down), batch 1 or 32, the median of "
-             "runs interleaved round-robin across all files of a model, as a multiple of the float ONNX's time in the same setting "
+             "ONNX's bytes divided by the file's. Latency: ONNX Runtime CPU with its default session settings (spinning pool threads "
+             "included), `intra_op_num_threads` 1 or 2, batch 1 or 32, the median of runs interleaved round-robin across all files "
+             "of a model, each file's session opened alone for its turn (`ort_latency(alone=True)`: no other session's threads alive to "
+             "take the cores), as a multiple of the float ONNX's time in the same setting "
              "(below 1 is faster). The machine's 2 cores were shared with other jobs, so absolute times move between runs; the ratios "
              "come from one interleaved measurement.", ""]
     for res in results:

@@ -9,8 +9,8 @@ the weight ops alone (`chains=False`); the default with uint8 activations (ONNX 
 converts int8 Q/DQ pairs only where a tensor has one reader); the default file in a session that dequantizes the weights
 once at load (`ort_session(fold_weights=True)`).
 Columns: exact-word accuracy on 200 other words, how many Conv run as ORT's integer `QLinearConv` after its graph
-optimizations, and latency as a ratio to float at batch 1 and 8 with 1 and 2 threads (median of interleaved runs; idle pool
-threads sleep, `spin=False`, so that no session slows the next).
+optimizations, and latency as a ratio to float at batch 1 and 8 with 1 and 2 threads (median of interleaved runs; ONNX
+Runtime's default session settings, each session opened alone for its turn, `ort_latency(alone=True)`).
 
     python benchmarks/onnx_speed.py [--runs 20]
 Writes benchmarks/results/onnx_speed.md and .json.
@@ -58,8 +58,8 @@ def main():
         print(label, res['rows'][k], flush=True)
     for threads in (1, 2):
         for bs in (1, 8):
-            ss = {k: ort_session(path, threads=threads, spin=False, **kw) for k, (_, path, kw) in rows.items()}   # idle threads sleep: no session slows the next
-            lat = ort_latency(ss, x[:bs], runs=a.runs, rounds=5)
+            ss = {k: (lambda path=path, kw=kw: ort_session(path, threads=threads, **kw)) for k, (_, path, kw) in rows.items()}   # opened alone in its turn
+            lat = ort_latency(ss, x[:bs], runs=a.runs, rounds=5, alone=True)
             for k, v in lat.items(): res['rows'][k]['latency'][f"b{bs}_t{threads}"] = dict(s=v, ratio=v / lat['float'])
             print(threads, bs, {k: round(v / lat['float'], 2) for k, v in lat.items()}, flush=True)
     write_results(a.out, res, markdown)

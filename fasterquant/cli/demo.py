@@ -149,12 +149,12 @@ def run_demo(dataset:str='fashion_mnist', # 'fashion_mnist' (falls back to 'digi
     w8 = Quantizer(model, dtype='int8', granularity='channel', act_dtype='uint8'); w8.quantize_model(calib)
     w8.export_onnx(x[:1], paths['w8a8']); t_w8 = time.perf_counter() - t0
     threads = torch.get_num_threads()
-    sess = {'float': ort_session(paths['float'], threads=threads, spin=False), 'ada': ort_session(paths['ada'], threads=threads, fold_weights=True, spin=False),
-            'w8a8': ort_session(paths['w8a8'], threads=threads, spin=False)}   # interleaved: idle threads sleep, so no session slows the next
-    lat = ort_latency(sess, x[:1000], runs=5, rounds=5, warmup=1)
+    opts = {'float': {}, 'ada': dict(fold_weights=True), 'w8a8': {}}
+    open_ = lambda k: ort_session(paths[k], threads=threads, **opts[k])
+    lat = ort_latency({k: (lambda k=k: open_(k)) for k in opts}, x[:1000], runs=5, rounds=5, warmup=3, alone=True)   # each session alone in its turn: ONNX Runtime's defaults
     per1k = lambda k: 1000 * lat[k] / len(x[:1000]) * 1000
     for k, name, t_q in [('float', 'float, ONNX Runtime', t_float), ('ada', f'INT{bits} AdaRound, ONNX Runtime', t_ada), ('w8a8', 'INT8 W8A8, ONNX Runtime', t_w8)]:
-        rows.append(DemoRow(name, ort_accuracy(sess[k], x, y), os.path.getsize(paths[k]), t_q, per1k(k), 'ONNX Runtime'))
+        rows.append(DemoRow(name, ort_accuracy(open_(k), x, y), os.path.getsize(paths[k]), t_q, per1k(k), 'ONNX Runtime'))
     with w8.emulated(): acc_emu = accuracy_of(w8.model, x, y)
     acc_w8 = rows[-1].accuracy
     note(f"W8A8 in ONNX Runtime: {100*acc_w8:.2f}%; the same model in PyTorch's integer emulation (`Quantizer.emulated()`): {100*acc_emu:.2f}%"

@@ -126,20 +126,29 @@ def ort_accuracy(model, # a path, `ModelProto` or session (single input, class s
     return correct / len(y)
 
 # %% ../../nbs/onnx/00_runtime.ipynb #2f8b6d50
-def ort_latency(sessions:dict, # name -> a path, `ModelProto` (opened with `spin=False`) or session (single input)
+def ort_latency(sessions:dict, # name -> a path or `ModelProto`, a function returning a session, or (not with `alone`) a session; single input
                 x, # the input: a tensor or array
                 runs:int=20, # timed runs per session
                 rounds:int=5, # the runs are spread over this many interleaved rounds
-                warmup:int=3) -> dict: # untimed runs per session first
-    "Median seconds per run of every session on `x`, runs interleaved across sessions."
-    ss = {k: _session(v, spin=False) for k, v in sessions.items()}
-    feed = {k: {s.get_inputs()[0].name: x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)} for k, s in ss.items()}
-    for k, s in ss.items():
-        for _ in range(warmup): s.run(None, feed[k])
-    times = {k: [] for k in ss}
-    per = max(1, -(-runs // rounds))
+                warmup:int=3, # untimed runs per session first (with `alone`: in every round; a fresh session needs about 3)
+                alone:bool=False) -> dict: # open each session for its own runs of a round and close it after: ONNX Runtime's defaults, spinning included, as one deployed session runs
+    "Median seconds per run of every session on `x`, runs interleaved across sessions in rounds."
+    is_session = lambda v: hasattr(v, 'run') and hasattr(v, 'get_inputs')
+    if alone and (bad := [k for k, v in sessions.items() if is_session(v)]):
+        raise ValueError(f"ort_latency(alone=True) opens and closes the sessions itself: pass paths, ModelProtos or functions returning a session, not the open sessions {bad}")
+    opener = {k: v if callable(v) and not is_session(v) else (lambda v=v: ort_session(v)) if alone else (lambda v=v: _session(v, spin=False))
+              for k, v in sessions.items()}   # paths and protos: default spinning alone, sleeping threads when every session stays open
+    xa = x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)
+    def ready(k):
+        s = opener[k](); feed = {s.get_inputs()[0].name: xa}
+        for _ in range(warmup): s.run(None, feed)
+        return s, feed
+    live = {} if alone else {k: ready(k) for k in sessions}
+    times, per = {k: [] for k in sessions}, max(1, -(-runs // rounds))
     for _ in range(rounds):
-        for k, s in ss.items():
+        for k in sessions:
+            s, feed = live[k] if not alone else ready(k)
             for _ in range(per):
-                t = time.perf_counter(); s.run(None, feed[k]); times[k].append(time.perf_counter() - t)
+                t = time.perf_counter(); s.run(None, feed); times[k].append(time.perf_counter() - t)
+            del s
     return {k: statistics.median(v) for k, v in times.items()}
