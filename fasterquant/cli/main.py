@@ -4,7 +4,7 @@
 
 # %% ../../nbs/cli/00_cli.ipynb #043c53c7
 from __future__ import annotations
-import argparse, json, os, sys, re, time, warnings, textwrap
+import argparse, collections, json, os, sys, re, time, warnings, textwrap
 from pathlib import Path
 import numpy as np
 
@@ -294,6 +294,7 @@ def cmd_onnx(args):
             if v['excluded'] != excluded: print(f"  the search changed the pick: {len(v['excluded'])} nodes in float")
             excluded = v['excluded']
         sens.quantize(out, nodes_to_exclude=excluded)
+        chain = sens.chain(excluded)
         labels = getattr(args, 'label_values', None)
         base = dict(distance=0.0, top1=1.0)
         if labels is not None: base['accuracy'] = _accuracy(np.concatenate([np.asarray(b[0]) for b in sens.reference]), labels)  # the float outputs are at hand
@@ -315,6 +316,9 @@ def cmd_onnx(args):
         top1 = '-' if a['top1'] is None else f"{100*a['top1']:.2f}%"
         acc = f"  {100*a['accuracy']:>16.2f}%" if labels is not None else ''
         print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['distance']:>14.4g}  {top1:>15}{acc}")
+    if chain:
+        kinds = ', '.join(f"{k} {v}" for k, v in collections.Counter(n.op_type for n in sens.model.graph.node if n.name in set(chain)).most_common())
+        print(f"quantized with the weight ops: {len(chain)} chain nodes ({kinds}), so ONNX Runtime's integer kernels run on between them (--no-chains keeps them in float)")
     print(f"wrote {out}")
     return 0
 

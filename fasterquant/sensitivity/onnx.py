@@ -807,6 +807,15 @@ def score_onnx(model, # path or `ModelProto`
     "Per-node sensitivity of an ONNX model in one call (see `OnnxSensitivity`)."
     return OnnxSensitivity(model, calib, metric=metric, **kwargs).score(nodes, None, progress)
 
+# %% ../../nbs/sensitivity/01_onnx.ipynb #13c8ca24
+@patch
+def chain(self:OnnxSensitivity,
+          nodes_to_exclude=None) -> list[str]: # the nodes kept in float
+    "The chain nodes quantized along with the targets when `nodes_to_exclude` stay in float (`chain_nodes`; none with `chains=False`)."
+    if not self.chains: return []
+    ex = set(nodes_to_exclude or [])
+    return chain_nodes(self.model, quantized_nodes(self.model, self.op_types, None, ex), ex, set(self.ranges.keys()))
+
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a1f546d7
 @patch
 def verified(self:OnnxSensitivity,
