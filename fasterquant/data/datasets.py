@@ -137,6 +137,7 @@ RECIPES = {
     'timm_resnet18_fmnist': dict(arch='timm_resnet18', data='fashion_mnist', epochs=1, lr=2e-3, bs=128),
     'vit_fmnist': dict(arch='small_vit', data='fashion_mnist', epochs=3, lr=2e-3, bs=128),
     'vit_digits': dict(arch='small_vit', data='digits', epochs=20, lr=2e-3, bs=64, img_size=8, patch_size=2),
+    'vit12_fmnist': dict(arch='small_vit', data='fashion_mnist', epochs=3, lr=1e-3, bs=128, depth=12),   # 12 blocks, as ViT-Base counts them: trained on first use, then cached
 }
 _ARCHS = {'SmallResNet': SmallResNet, 'small_vit': small_vit, 'timm_resnet18': timm_resnet18}
 
@@ -163,7 +164,7 @@ def build_model(name:str) -> nn.Module:
     "An untrained model for recipe `name`."
     if name not in RECIPES: raise ValueError(f"Unknown model {name!r}: use one of {list(RECIPES)}")
     r = RECIPES[name]
-    kw = {k: r[k] for k in ('img_size', 'patch_size') if k in r}
+    kw = {k: r[k] for k in ('img_size', 'patch_size', 'depth') if k in r}
     return _ARCHS[r['arch']](**kw)
 
 def accuracy_of(model:nn.Module, x:torch.Tensor, y:torch.Tensor, bs:int=1000) -> float:
