@@ -48,7 +48,7 @@ class Quantizer:
                  layer_types=QUANTIZABLE, # module types whose `weight` is quantized
                  inplace:bool=False, # quantize `model` itself instead of a copy
                  fold_bn:bool=True, # fold BatchNorm into the layer before it before choosing grids (False: keep it, slower exports)
-                 param_dtype:str='float32'): # float format of the scales and float biases: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
+                 param_dtype:str='float32'): # float format of the scales, float biases and other float parameters: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
         if not isinstance(model, nn.Module): raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
         self.granularity = get_granularity(granularity, group_size)
         self.context, self.criteria = get_context(context), get_criteria(criteria)
@@ -66,7 +66,7 @@ class Quantizer:
                                   if isinstance(m, self.layer_types) and isinstance(getattr(m, 'weight', None), Tensor))
         self.specs, self.act_quants, self.plan, self.folded = OrderedDict(), OrderedDict(), OrderedDict(), OrderedDict()
         self.placement, self.placement_note = None, None
-        self._float, self._float_bias, self._hooks = {}, {}, []
+        self._float, self._float_bias, self._float_params, self._hooks = {}, {}, {}, []
 
     def __repr__(self):
         return (f"Quantizer(granularity={self.granularity}, context={self.context}, criteria={self.criteria}, "
@@ -164,6 +164,23 @@ class Quantizer:
             new[n] = QuantSpec(q, scale, sp.zero_point, sp.dtype, sp.granularity)
         if new: self.set_specs(new)
 
+    def _round_params(self):
+        "With `param_dtype='float16'`, round the float parameters outside the quantizable layers (LayerNorms, embeddings, class tokens) to float16 values, saving them first."
+        if self.param_dtype == 'float32': return
+        own = {id(p) for l in self.layers.values() for p in l.parameters(recurse=False)}   # weights get specs, biases `_write_biases`
+        with torch.no_grad():
+            for n, p in self.model.named_parameters():
+                if id(p) in own or not p.is_floating_point() or n in self._float_params: continue
+                self._float_params[n] = p.detach().clone()
+                p.copy_(as_param(p.detach().float(), self.param_dtype).to(p.dtype))
+
+    def _restore_params(self):
+        "Put back the parameters `_round_params` rounded."
+        params = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for n, v in self._float_params.items(): params[n].copy_(v)
+        self._float_params = {}
+
     def restore(self, names=None):
         "Put the float weights (and biases) of `names` (default: every quantized layer) back into the model and forget their specs."
         names = list(self._float) if names is None else [n for n in names if n in self._float]
@@ -235,6 +252,7 @@ class Quantizer:
         "Restore the original model exactly (float weights and biases, BatchNorms unfolded, its own forward); return it."
         self._drop_acts()
         self.restore()
+        self._restore_params()
         if self.folded: unfold_batchnorm(self.model, self.folded); self.folded = OrderedDict()
         if _HELD.get(self.model) is self: del _HELD[self.model]
         return self.model
@@ -258,6 +276,7 @@ class Quantizer:
         self.remove()
         try:
             if self.fold_bn: self.fold()
+            self._round_params()
             self.plan = OrderedDict(self.context.assign(self, calib))
             self.set_specs({n: self.grid_spec(self.float_weight(n), dt, n)
                             for n, dt in self.plan.items() if dt is not None})
