@@ -18,7 +18,7 @@ from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'export_quantizer',
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'live_taps', 'export_quantizer',
            'dequantized_weights', 'ExportReport', 'export_report', 'adaround_to_onnx']
 
 # %% ../../nbs/onnx/01_export.ipynb #37a99fbd
@@ -399,9 +399,55 @@ def _short_names(proto) -> dict:
     g.doc_string = ''; g.name = 'fq'; proto.doc_string = ''; proto.producer_name = 'fasterquant'; proto.producer_version = ''
     return names
 
+def live_taps(size:int, # the input's length along one spatial dim
+              kernel:int, # the kernel's length there
+              pad_begin:int, pad_end:int, stride:int=1, dilation:int=1) -> tuple:
+    "`(first, last)`: the kernel taps that read the input (not only padding) for some output position, along one dim."
+    n_out = (size + pad_begin + pad_end - dilation * (kernel - 1) - 1) // stride + 1
+    taps = [t for t in range(kernel) if any(0 <= o * stride - pad_begin + t * dilation < size for o in range(n_out))]
+    return (taps[0], taps[-1]) if taps else (0, kernel - 1)
+
+_INT8 = (TensorProto.INT8, TensorProto.UINT8)
+
+def _drop_dead_taps(proto):
+    "A `Conv` whose kernel taps at the edges read only padding at the graph's input size (a 3x3 kernel on a 1x1 map) reads its live taps only: a `Slice` of its 8-bit integers in front of the `DequantizeLinear`, and smaller pads."
+    g = proto.graph
+    try: shapes = onnx.shape_inference.infer_shapes(proto).graph
+    except Exception: return   # (no shapes, no rewrite: the file is correct as it is)
+    dims = {v.name: [d.dim_value if d.HasField('dim_value') else None for d in v.type.tensor_type.shape.dim]
+            for v in list(shapes.value_info) + list(shapes.input)}
+    prod = {o: n for n in g.node for o in n.output}
+    n_cons = Counter(v for n in g.node for v in n.input)
+    inits, types = {t.name: t for t in g.initializer}, {v.name: v.type.tensor_type.elem_type for v in shapes.value_info}
+    slices, new = {}, []
+    for n in g.node:
+        if n.op_type != 'Conv' or _attr(n, 'auto_pad', b'NOTSET') not in (b'NOTSET', 'NOTSET'): continue
+        dq, x = prod.get(n.input[1]), dims.get(n.input[0])
+        if dq is None or dq.op_type != 'DequantizeLinear' or n_cons[n.input[1]] != 1 or n_cons[dq.input[0]] != 1: continue
+        q = dq.input[0]
+        if (inits[q].data_type if q in inits else types.get(q)) not in _INT8 or not x or any(d is None for d in x[2:]): continue
+        ks = dims.get(n.input[1]) or (list(inits[q].dims) if q in inits else None)
+        if not ks or len(ks) != len(x): continue
+        nd, ks = len(x) - 2, ks[2:]
+        pads, strides, dil = _attr(n, 'pads', [0] * 2 * nd), _attr(n, 'strides', [1] * nd), _attr(n, 'dilations', [1] * nd)
+        live = [live_taps(x[2 + d], ks[d], pads[d], pads[nd + d], strides[d], dil[d]) for d in range(nd)]
+        if all(a == 0 and b == k - 1 for (a, b), k in zip(live, ks)): continue
+        ends = [b + 1 for _, b in live]
+        new += [numpy_helper.from_array(np.array(v, np.int64), f"{q}.live_{k}") for k, v in
+                [('starts', [a for a, _ in live]), ('ends', ends), ('axes', list(range(2, 2 + nd)))]]
+        slices[id(dq)] = helper.make_node('Slice', [q, f"{q}.live_starts", f"{q}.live_ends", f"{q}.live_axes"], [f"{q}.live"])
+        dq.input[0] = f"{q}.live"
+        _set_attr(n, 'pads', [pads[d] - live[d][0] * dil[d] for d in range(nd)] + [pads[nd + d] - (ks[d] - ends[d]) * dil[d] for d in range(nd)])
+        for a in list(n.attribute):
+            if a.name == 'kernel_shape': n.attribute.remove(a)
+    if not slices: return
+    nodes = [m for n in g.node for m in ([slices[id(n)]] if id(n) in slices else []) + [n]]   # each right before its DequantizeLinear
+    del g.node[:]; g.node.extend(nodes); g.initializer.extend(new)
+
 def _compact(proto, weight_only:bool) -> dict:
     "The compact pass; returns the renaming of values."
     g = proto.graph
+    _drop_dead_taps(proto)
     _drop_absorbed(g)
     if weight_only: _merge_residual_biases(g)
     _relu_as_max(g)
@@ -476,6 +522,8 @@ def dequantized_weights(path) -> dict:
     dqs = _weight_dqs(proto, meta)
     nodes = list({id(n): n for n in dqs.values()}.values())
     prod = {o: n for n in proto.graph.node for o in n.output}
+    for n in nodes:   # every integer the file stores, not the live taps a `Slice` passes on (see `_drop_dead_taps`)
+        if n.input[0] in prod and prod[n.input[0]].op_type == 'Slice': n.input[0] = prod[n.input[0]].input[0]
     casts = [prod[v] for n in nodes for v in n.input if v in prod]   # a 4-bit weight widened by a `Cast` (see `widened`)
     names = {v for n in casts + nodes for v in n.input}
     inits = [t for t in proto.graph.initializer if t.name in names]
@@ -510,8 +558,11 @@ def export_report(path, # an ONNX file written by `export_onnx`
     proto = onnx.load(str(path))
     meta = _meta(proto)
     inits = {t.name: t for t in proto.graph.initializer}
-    widened_from = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type == 'Cast'}   # 4-bit weights widened for the integer kernels
-    inits.update({o: inits[i] for o, i in widened_from.items() if i in inits})
+    through = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type in ('Cast', 'Slice')}   # 4-bit weights widened, live taps sliced
+    def stored(v):
+        while v not in inits and v in through: v = through[v]
+        return v
+    inits.update({v: inits[stored(v)] for v in through if stored(v) in inits})
     dqs = _weight_dqs(proto, meta)
     layers, dq = [], (dequantized_weights(path) if quantizer is not None else {})
     counts, wb, fwb, seen = Counter(), 0, 0, set()
