@@ -18,8 +18,8 @@ from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'live_taps', 'export_quantizer',
-           'dequantized_weights', 'ExportReport', 'export_report', 'adaround_to_onnx']
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'live_taps', 'drop_dead_taps',
+           'export_quantizer', 'dequantized_weights', 'ExportReport', 'export_report', 'adaround_to_onnx']
 
 # %% ../../nbs/onnx/01_export.ipynb #37a99fbd
 def required_opset(specs:dict, # layer name -> `QuantSpec`
@@ -409,11 +409,11 @@ def live_taps(size:int, # the input's length along one spatial dim
 
 _INT8 = (TensorProto.INT8, TensorProto.UINT8)
 
-def _drop_dead_taps(proto):
-    "A `Conv` whose kernel taps at the edges read only padding at the graph's input size (a 3x3 kernel on a 1x1 map) reads its live taps only: a `Slice` of its 8-bit integers in front of the `DequantizeLinear`, and smaller pads."
+def drop_dead_taps(proto:onnx.ModelProto) -> onnx.ModelProto: # a QDQ model (changed in place, and returned)
+    "Each `Conv` whose edge taps read only padding along a fixed spatial dim (a 3x3 kernel on a 1x1 map) reads its live taps only: a `Slice` of its 8-bit integers before the `DequantizeLinear`, and smaller pads."
     g = proto.graph
     try: shapes = onnx.shape_inference.infer_shapes(proto).graph
-    except Exception: return   # (no shapes, no rewrite: the file is correct as it is)
+    except Exception: return proto   # (no shapes, no rewrite: the model is correct as it is)
     dims = {v.name: [d.dim_value if d.HasField('dim_value') else None for d in v.type.tensor_type.shape.dim]
             for v in list(shapes.value_info) + list(shapes.input)}
     prod = {o: n for n in g.node for o in n.output}
@@ -425,12 +425,12 @@ def _drop_dead_taps(proto):
         dq, x = prod.get(n.input[1]), dims.get(n.input[0])
         if dq is None or dq.op_type != 'DequantizeLinear' or n_cons[n.input[1]] != 1 or n_cons[dq.input[0]] != 1: continue
         q = dq.input[0]
-        if (inits[q].data_type if q in inits else types.get(q)) not in _INT8 or not x or any(d is None for d in x[2:]): continue
+        if (inits[q].data_type if q in inits else types.get(q)) not in _INT8 or not x: continue
         ks = dims.get(n.input[1]) or (list(inits[q].dims) if q in inits else None)
         if not ks or len(ks) != len(x): continue
         nd, ks = len(x) - 2, ks[2:]
         pads, strides, dil = _attr(n, 'pads', [0] * 2 * nd), _attr(n, 'strides', [1] * nd), _attr(n, 'dilations', [1] * nd)
-        live = [live_taps(x[2 + d], ks[d], pads[d], pads[nd + d], strides[d], dil[d]) for d in range(nd)]
+        live = [(0, ks[d] - 1) if not x[2 + d] else live_taps(x[2 + d], ks[d], pads[d], pads[nd + d], strides[d], dil[d]) for d in range(nd)]   # (a dynamic dim: every tap)
         if all(a == 0 and b == k - 1 for (a, b), k in zip(live, ks)): continue
         ends = [b + 1 for _, b in live]
         new += [numpy_helper.from_array(np.array(v, np.int64), f"{q}.live_{k}") for k, v in
@@ -440,14 +440,15 @@ def _drop_dead_taps(proto):
         _set_attr(n, 'pads', [pads[d] - live[d][0] * dil[d] for d in range(nd)] + [pads[nd + d] - (ks[d] - ends[d]) * dil[d] for d in range(nd)])
         for a in list(n.attribute):
             if a.name == 'kernel_shape': n.attribute.remove(a)
-    if not slices: return
+    if not slices: return proto
     nodes = [m for n in g.node for m in ([slices[id(n)]] if id(n) in slices else []) + [n]]   # each right before its DequantizeLinear
     del g.node[:]; g.node.extend(nodes); g.initializer.extend(new)
+    return proto
 
 def _compact(proto, weight_only:bool) -> dict:
     "The compact pass; returns the renaming of values."
     g = proto.graph
-    _drop_dead_taps(proto)
+    drop_dead_taps(proto)
     _drop_absorbed(g)
     if weight_only: _merge_residual_biases(g)
     _relu_as_max(g)

@@ -20,6 +20,7 @@ from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
 from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric, ReferenceDistance
 from ..onnx.runtime import run_feeds, ort_session
+from ..onnx.export import drop_dead_taps
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
@@ -452,7 +453,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                             nodes_to_quantize=only, nodes_to_exclude=nodes_to_exclude, extra_options=extra_options, calibration_cache_path=cache, **kwargs)
         q = onnx.load(str(d/'q.onnx'))
     if float_inputs: float_reads_float(q, quantized, src)
-    return write_onnx(q, out)
+    return write_onnx(drop_dead_taps(q), out)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #2388d1b2
 def _n_qdq(model:onnx.ModelProto) -> int:
@@ -787,7 +788,7 @@ class OnnxSensitivity:
         "Write the model quantized with the stored ranges and settings, `nodes_to_exclude` in float: verified first, written atomically, never over the input."
         out = _check_out(out, self.source)
         _check_names(self.model, nodes_to_exclude or [])
-        return write_onnx(self.quantized_model(nodes_to_exclude), out)
+        return write_onnx(drop_dead_taps(self.quantized_model(nodes_to_exclude)), out)
 
     def evaluate(self, model, metric=None) -> float:
         "Distance of `model`'s outputs (a path or `ModelProto`) from the float model's on the calibration inputs."
