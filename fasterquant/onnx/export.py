@@ -424,6 +424,7 @@ def drop_dead_taps(proto:onnx.ModelProto) -> onnx.ModelProto: # a QDQ model (cha
         if n.op_type != 'Conv' or _attr(n, 'auto_pad', b'NOTSET') not in (b'NOTSET', 'NOTSET'): continue
         dq, x = prod.get(n.input[1]), dims.get(n.input[0])
         if dq is None or dq.op_type != 'DequantizeLinear' or n_cons[n.input[1]] != 1 or n_cons[dq.input[0]] != 1: continue
+        if _attr(dq, 'block_size', 0) or len(dims.get(dq.input[1]) or (inits[dq.input[1]].dims if dq.input[1] in inits else [0, 0])) > 1: continue   # blocked scales hold the kernel's dims too
         q = dq.input[0]
         if (inits[q].data_type if q in inits else types.get(q)) not in _INT8 or not x: continue
         ks = dims.get(n.input[1]) or (list(inits[q].dims) if q in inits else None)
