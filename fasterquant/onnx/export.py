@@ -189,6 +189,11 @@ def widened(inits:list, # a weight's initializers (from `weight_dq`)
         node.input[j] = f"{v}8"
     return casts
 
+def _through_pads(ix, nodes, value):
+    "The value a `Pad` or `Identity` chain ending at `value` starts from (a convolution's input behind its explicit padding)."
+    while value in ix.producer and nodes[ix.producer[value]].op_type in ('Pad', 'Identity'): value = nodes[ix.producer[value]].input[0]
+    return value
+
 def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (not modified)
            quantizer:Quantizer, # holds the exact `specs`, the activation grids and the quantized biases
            opset:int=None, # the proto's opset (read from it by default)
@@ -203,7 +208,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
     dq_in = lambda v: v in ix.producer and nodes[ix.producer[v]].op_type == 'DequantizeLinear'
-    drop, new_inits, dq_nodes, weights, defined, seen = set(), [], [], OrderedDict(), set(), {}
+    drop, new_inits, dq_nodes, weights, defined, seen, scales = set(), [], [], OrderedDict(), set(), {}, {}
     for name in quantizer.specs:
         sp, w = _layer_weight(quantizer, name)
         value, transposed = _locate(ix, nodes, name, w)
@@ -229,6 +234,8 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
         if name in widen: dq_nodes += widened(inits, node)
         new_inits += inits; dq_nodes.append(node); defined.add(out)
         weights[name] = (out, transposed, str(sp.dtype), TensorProto.DataType.Name(inits[0].data_type))
+        x_dq = [nodes[ix.producer[v]] for v in map(lambda r: _through_pads(ix, nodes, r.input[0]), readers) if dq_in(v)]
+        if x_dq and x_dq[0].input[1] in ix.inits: scales[name] = (x_dq[0].input[1], inits[1])   # the input's scale, the weight's
     for name in quantizer.specs:
         s_b, b_q = quantizer.bias_scale(name), quantizer.bias_integers(name)
         if s_b is None or b_q is None: continue
@@ -236,8 +243,11 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
         if _source(ix, nodes, bval) is None: continue
         if compact and float(b_q.abs().max()) < _BIAS_FLOAT_MAX and not _float_output(quantizer, name): continue
         if bval in ix.producer: drop.add(ix.producer[bval])
-        new_inits += [numpy_helper.from_array(b_q.numpy().astype(np.int32), f"{name}.bias_quantized"),
-                      numpy_helper.from_array(s_b.numpy().astype(np.float32), f"{name}.bias_scale")]
+        new_inits.append(numpy_helper.from_array(b_q.numpy().astype(np.int32), f"{name}.bias_quantized"))
+        s_b, (sx, sw) = s_b.numpy().astype(np.float32), scales.get(name, (None, None))
+        if compact and sx is not None and np.array_equal(np.broadcast_to(numpy_helper.to_array(ix.inits[sx]) * numpy_helper.to_array(sw), s_b.shape), s_b):
+            dq_nodes.append(helper.make_node('Mul', [sx, sw.name], [f"{name}.bias_scale"]))   # s_x·s_w, folded at load: not stored twice
+        else: new_inits.append(numpy_helper.from_array(s_b, f"{name}.bias_scale"))
         dq_nodes.append(helper.make_node('DequantizeLinear', [f"{name}.bias_quantized", f"{name}.bias_scale"], [bval], axis=0))
         defined.add(bval)
     out_nodes = dq_nodes + [n for i, n in enumerate(nodes) if i not in drop]
