@@ -434,7 +434,9 @@ def drop_dead_taps(proto:onnx.ModelProto) -> onnx.ModelProto: # a QDQ model (cha
         if n.op_type != 'Conv' or _attr(n, 'auto_pad', b'NOTSET') not in (b'NOTSET', 'NOTSET'): continue
         dq, x = prod.get(n.input[1]), dims.get(n.input[0])
         if dq is None or dq.op_type != 'DequantizeLinear' or n_cons[n.input[1]] != 1 or n_cons[dq.input[0]] != 1: continue
-        if _attr(dq, 'block_size', 0) or len(dims.get(dq.input[1]) or (inits[dq.input[1]].dims if dq.input[1] in inits else [0, 0])) > 1: continue   # blocked scales hold the kernel's dims too
+        s = dq.input[1]
+        s_dims = list(inits[s].dims) if s in inits else dims.get(s)
+        if _attr(dq, 'block_size', 0) or s_dims is None or len(s_dims) > 1: continue   # blocked scales hold the kernel's dims too
         q = dq.input[0]
         if (inits[q].data_type if q in inits else types.get(q)) not in _INT8 or not x: continue
         ks = dims.get(n.input[1]) or (list(inits[q].dims) if q in inits else None)
@@ -534,7 +536,7 @@ def dequantized_weights(path) -> dict:
     dqs = _weight_dqs(proto, meta)
     nodes = list({id(n): n for n in dqs.values()}.values())
     prod = {o: n for n in proto.graph.node for o in n.output}
-    for n in nodes:   # every integer the file stores, not the live taps a `Slice` passes on (see `_drop_dead_taps`)
+    for n in nodes:   # every integer the file stores, not the live taps a `Slice` passes on (see `drop_dead_taps`)
         if n.input[0] in prod and prod[n.input[0]].op_type == 'Slice': n.input[0] = prod[n.input[0]].input[0]
     casts = [prod[v] for n in nodes for v in n.input if v in prod]   # a 4-bit weight widened by a `Cast` (see `widened`)
     names = {v for n in casts + nodes for v in n.input}
