@@ -411,7 +411,11 @@ def _short_names(proto) -> dict:
 
 def live_taps(size:int, # the input's length along one spatial dim
               kernel:int, # the kernel's length there
-              pad_begin:int, pad_end:int, stride:int=1, dilation:int=1) -> tuple:
+              pad_begin:int, # padding before the input
+              pad_end:int, # padding after it
+              stride:int=1, # the convolution's stride there
+              dilation:int=1, # its dilation there
+             ) -> tuple: # `(first, last)` live tap
     "`(first, last)`: the kernel taps that read the input (not only padding) for some output position, along one dim."
     n_out = (size + pad_begin + pad_end - dilation * (kernel - 1) - 1) // stride + 1
     taps = [t for t in range(kernel) if any(0 <= o * stride - pad_begin + t * dilation < size for o in range(n_out))]
@@ -419,7 +423,8 @@ def live_taps(size:int, # the input's length along one spatial dim
 
 _INT8 = (TensorProto.INT8, TensorProto.UINT8)
 
-def drop_dead_taps(proto:onnx.ModelProto) -> onnx.ModelProto: # a QDQ model (changed in place, and returned)
+def drop_dead_taps(proto:onnx.ModelProto, # a QDQ model, changed in place
+                  ) -> onnx.ModelProto: # the same model
     "Each `Conv` whose edge taps read only padding along a fixed spatial dim (a 3x3 kernel on a 1x1 map) reads its live taps only: a `Slice` of its 8-bit integers before the `DequantizeLinear`, and smaller pads."
     g = proto.graph
     try: shapes = onnx.shape_inference.infer_shapes(proto).graph
