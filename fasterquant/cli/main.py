@@ -220,11 +220,12 @@ def print_scores(res, blocks=None, excluded=None, top:int=30, file=None):
 def agreement(sens, model, labels=None) -> dict:
     "Distance from the float outputs (the scorer's metric), top-1 agreement (classifier outputs only) and, given `labels`, accuracy of `model` on `sens`'s calibration feeds."
     from fasterquant.onnx.runtime import run_feeds
+    from fasterquant.sensitivity.onnx import output_kinds
     outs = run_feeds(model, sens.feeds)
     res = dict(distance=sens.distance_to_float(outs), top1=None)
     ref = [np.concatenate([np.asarray(b[j]) for b in sens.reference]) for j in range(len(sens.reference[0]))]
     new = [np.concatenate([np.asarray(b[j]) for b in outs]) for j in range(len(outs[0]))]
-    agree = [float((r.argmax(-1) == o.argmax(-1)).mean()) for r, o in zip(ref, new) if r.ndim >= 2 and r.shape[-1] > 1 and np.issubdtype(r.dtype, np.floating)]
+    agree = [float((r.argmax(-1) == o.argmax(-1)).mean()) for r, o, k in zip(ref, new, output_kinds(sens.model, sens.reference)) if k is not None]  # class scores only: not a map's last axis
     if agree: res['top1'] = float(np.mean(agree))
     if labels is not None: res['accuracy'] = _accuracy(new[0], labels)
     return res
@@ -254,6 +255,7 @@ def _mb(n): return f"{n/1e6:.3f} MB"
 def cmd_onnx(args):
     "`fasterquant onnx`: score every node, choose what stays in float, quantize with ONNX Runtime, report agreement and size."
     from fasterquant.sensitivity.picker import suggest_exclusion, summarize_exclusion, n_counted, NearTieWarning
+    from fasterquant.sensitivity.onnx import output_kinds
     check_args(args)
     model = load_onnx(args.model)
     out = Path(args.output)
@@ -296,7 +298,7 @@ def cmd_onnx(args):
         sens.quantize(out, nodes_to_exclude=excluded)
         chain = sens.chain(excluded)
         labels = getattr(args, 'label_values', None)
-        base = dict(distance=0.0, top1=1.0)
+        base = dict(distance=0.0, top1=1.0 if any(output_kinds(sens.model, sens.reference)) else None)
         if labels is not None: base['accuracy'] = _accuracy(np.concatenate([np.asarray(b[0]) for b in sens.reference]), labels)  # the float outputs are at hand
         rows = [('float', Path(args.model).stat().st_size, base)]
         if args.compare:

@@ -28,8 +28,8 @@ __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CH
            'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types', 'chain_nodes',
            'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers',
            'name_nodes', 'prepare_onnx', 'quantized_nodes', 'restore_activations', 'float_reads_float', 'verify_onnx',
-           'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'pick_metric', 'check_metric', 'downstream_model',
-           'external_stub', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
+           'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'output_kinds', 'pick_metric', 'check_metric',
+           'downstream_model', 'external_stub', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -492,18 +492,27 @@ def _stacked(reference:list) -> list:
     "Per-batch output lists as one array per output, the batches concatenated."
     return [np.concatenate([np.asarray(b[j]) for b in reference]) for j in range(len(reference[0]))]
 
+def output_kinds(model:onnx.ModelProto, # the float model
+                 reference:list) -> list: # its outputs on the calibration feeds (per batch, a list of outputs)
+    "Per model output, what it holds over its last axis: 'probabilities', 'log-probabilities', 'logits' (class scores `[N, classes]`), or None (a map, embeddings, features, integers)."
+    prod = {o: n.op_type for n in model.graph.node for o in n.output}
+    def kind(name, a):
+        if not np.issubdtype(a.dtype, np.floating): return None
+        if prod.get(name) == 'Softmax' or _is_prob(a): return 'probabilities'
+        if prod.get(name) == 'LogSoftmax': return 'log-probabilities'
+        return 'logits' if a.ndim == 2 and a.shape[1] > 1 else None
+    return [kind(o.name, a) for o, a in zip(model.graph.output, _stacked(reference))]
+
 def pick_metric(model:onnx.ModelProto, # the float model
                 reference:list) -> tuple[str, str]: # its outputs on the calibration feeds (per batch, a list of outputs)
     "The metric that fits the model's first float output, and why: probabilities -> 'kl_prob', class logits -> 'kl', anything else -> 'mse'."
-    prod = {o: n.op_type for n in model.graph.node for o in n.output}
-    for o, a in zip(model.graph.output, _stacked(reference)):
+    for o, a, kind in zip(model.graph.output, _stacked(reference), output_kinds(model, reference)):
         if not np.issubdtype(a.dtype, np.floating): continue
         shape = 'x'.join(map(str, a.shape[1:]))
         pos = f", per position over {a.shape[1]} positions" if a.ndim == 3 else ''
-        if prod.get(o.name) == 'Softmax' or _is_prob(a):
-            return 'kl_prob', f"output {o.name!r} [N, {shape}] holds probabilities: KL without a second softmax{pos}"
-        if prod.get(o.name) == 'LogSoftmax': return 'kl', f"output {o.name!r} [N, {shape}] holds log-probabilities: KL of their softmax{pos}"
-        if a.ndim == 2 and a.shape[1] > 1: return 'kl', f"output {o.name!r} [N, {shape}] looks like class logits: KL of the softmax"
+        if kind == 'probabilities': return 'kl_prob', f"output {o.name!r} [N, {shape}] holds probabilities: KL without a second softmax{pos}"
+        if kind == 'log-probabilities': return 'kl', f"output {o.name!r} [N, {shape}] holds log-probabilities: KL of their softmax{pos}"
+        if kind == 'logits': return 'kl', f"output {o.name!r} [N, {shape}] looks like class logits: KL of the softmax"
         return 'mse', f"output {o.name!r} [N, {shape}] is not a distribution (a regression map, embeddings or a sequence of features): MSE"
     raise ValueError("the model has no float output to compare: pass metric= a function (outputs_float, outputs_quant) -> distance")
 
