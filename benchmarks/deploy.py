@@ -161,8 +161,8 @@ def bench_model(b:Bench, d:Path, venv, quick:bool, log=print):
             t_float = ort_latency({0: sess[0]}, b.x[:bs], runs=10, rounds=1, warmup=5, alone=True)[0]
             runs, rounds = min(MAX_RUNS, max(40, round(LATENCY_S / t_float))), 20
         lat = ort_latency(sess, b.x[:bs], runs=runs, rounds=rounds, warmup=5, alone=True)
-        for r in live: r[f'runs_b{bs}_t{th}'] = runs
         for i, r in enumerate(live):
+            r[f'runs_b{bs}_t{th}'] = runs
             r[f'ms_b{bs}_t{th}'] = 1e3 * lat[i]
             r[f'x_b{bs}_t{th}'] = lat[i] / lat[0]
         log(f"  latency batch {bs}, {th} thread(s): float {1e3 * lat[0]:.3f} ms")
