@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['MIN_ORT_INT4', 'check_ort_int4', 'ort_session', 'ort_optimized', 'op_counts', 'ort_int8_saturates', 'as_inputs',
-           'ort_run', 'run_feeds', 'ort_accuracy', 'ort_latency']
+__all__ = ['MIN_ORT_INT4', 'check_ort_int4', 'env_arena', 'ort_session', 'ort_optimized', 'op_counts', 'ort_int8_saturates',
+           'as_inputs', 'ort_run', 'run_feeds', 'ort_accuracy', 'ort_latency']
 
 # %% ../../nbs/onnx/00_runtime.ipynb #8ffe0deb
 MIN_ORT_INT4 = (1, 19)
@@ -29,6 +29,18 @@ def check_ort_int4(version:str=None): # an onnxruntime version string (default: 
         raise RuntimeError(f"onnxruntime {version} cannot run INT4/UINT4 DequantizeLinear (needs >= {'.'.join(map(str, MIN_ORT_INT4))}): "
                            "`pip install -U onnxruntime`, quantize to 8 bits, or pass check_runtime=False to write the file anyway")
 
+_ENV_ARENA = []
+
+def env_arena() -> bool:
+    "Register, once per process, the CPU arena in ONNX Runtime's environment that sessions opened with `shared_arena=True` draw from; False where this onnxruntime cannot."
+    if not _ENV_ARENA:
+        import onnxruntime as ort
+        try:
+            ort.create_and_register_allocator(ort.OrtMemoryInfo('Cpu', ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT), None)
+            _ENV_ARENA.append(True)
+        except (AttributeError, RuntimeError): _ENV_ARENA.append(False)
+    return _ENV_ARENA[0]
+
 def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized bytes
                 optimize:bool=True, # ONNX Runtime graph optimizations (all levels) or none
                 threads:int=None, # intra-op threads (default: onnxruntime's)
@@ -37,6 +49,7 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
                 providers:list=None, # execution providers (default: CPU)
                 external:dict=None, # initializer name -> `OrtValue` holding the data of an initializer the model stores as external data
                 spin:bool=True, # let idle pool threads spin (False: they sleep; for several sessions sharing the cores)
+                shared_arena:bool=False, # draw activations from one arena kept across sessions (`env_arena`): for many short sessions, CPU only
                 _dump:str=None): # (internal) write the optimized graph there
     "An onnxruntime `InferenceSession` with fasterquant's settings."
     import onnxruntime as ort
@@ -48,6 +61,7 @@ def ort_session(model, # an ONNX file path, a `ModelProto` or its serialized byt
     if threads: so.intra_op_num_threads = threads
     if not spin: so.add_session_config_entry('session.intra_op.allow_spinning', '0')
     so.log_severity_level = 3
+    if shared_arena and (providers or ['CPUExecutionProvider']) == ['CPUExecutionProvider'] and env_arena(): so.add_session_config_entry('session.use_env_allocators', '1')
     if external: so.add_external_initializers(list(external), list(external.values()))
     if hasattr(model, 'SerializeToString'): model = model.SerializeToString()
     return ort.InferenceSession(model if isinstance(model, bytes) else str(model), so, providers=providers or ['CPUExecutionProvider'])
