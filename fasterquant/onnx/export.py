@@ -18,8 +18,9 @@ from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'live_taps', 'drop_dead_taps',
-           'export_quantizer', 'dequantized_weights', 'ExportReport', 'export_report', 'adaround_to_onnx']
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'compact_onnx', 'live_taps',
+           'drop_dead_taps', 'export_quantizer', 'dequantized_weights', 'ExportReport', 'export_report',
+           'adaround_to_onnx']
 
 # %% ../../nbs/onnx/01_export.ipynb #37a99fbd
 def required_opset(specs:dict, # layer name -> `QuantSpec`
@@ -390,8 +391,8 @@ def _short_name(k:int) -> str:
         s = _NAME_CHARS[k % 62] + s; k = k // 62 - 1
         if k < 0: return s
 
-def _short_names(proto) -> dict:
-    "Rename every value but the graph's inputs and outputs, the most used first, to a few characters; drop names, doc strings and value_info."
+def _short_names(proto, keep_node_names=frozenset()) -> dict:
+    "Rename every value but the graph's inputs and outputs, the most used first, to a few characters; drop node names (but `keep_node_names`), doc strings and value_info."
     g = proto.graph
     io = {v.name for v in list(g.input) + list(g.output)}
     uses = Counter(v for n in g.node for v in [*n.input, *n.output] if v and v not in io)
@@ -403,11 +404,27 @@ def _short_names(proto) -> dict:
     for n in g.node:
         for i, v in enumerate(n.input): n.input[i] = new(v)
         for i, v in enumerate(n.output): n.output[i] = new(v)
-        n.name = ''; n.doc_string = ''
+        if n.name not in keep_node_names: n.name = ''
+        n.doc_string = ''
     for t in g.initializer: t.name = new(t.name); t.doc_string = ''
     del g.value_info[:]
     g.doc_string = ''; g.name = 'fq'; proto.doc_string = ''; proto.producer_name = 'fasterquant'; proto.producer_version = ''
     return names
+
+def compact_onnx(proto:onnx.ModelProto, # a model, changed in place
+                 keep_node_names=(), # node names to keep (every other node loses its name)
+                 half:bool=False, # also store float32 initializers that float16 holds exactly as float16 behind a `Cast`
+                ) -> dict: # the renaming of values
+    "Shrink `proto` without changing what it computes: attributes at their defaults dropped, repeated scalars shared, unused initializers dropped, values renamed to a few characters (graph inputs and outputs kept), value_info and doc strings dropped."
+    g = proto.graph
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in g.node for a in n.attribute): return {}   # subgraphs read outer names: left as they are
+    _strip_defaults(proto)
+    _share_scalars(g)
+    used = {v for n in g.node for v in n.input} | {o.name for o in g.output}
+    keep = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]; g.initializer.extend(keep)
+    if half: _half_tensors(g)
+    return _short_names(proto, frozenset(keep_node_names))
 
 def live_taps(size:int, # the input's length along one spatial dim
               kernel:int, # the kernel's length there
@@ -470,13 +487,8 @@ def _compact(proto, weight_only:bool) -> dict:
     _drop_absorbed(g)
     if weight_only: _merge_residual_biases(g)
     _relu_as_max(g)
-    _strip_defaults(proto)
-    _share_scalars(g)
-    used = {v for n in g.node for v in n.input}
-    keep = [t for t in g.initializer if t.name in used]
-    del g.initializer[:]; g.initializer.extend(keep)
-    _half_tensors(g)
-    return _short_names(proto)
+    return compact_onnx(proto, half=True)
+
 
 # %% ../../nbs/onnx/01_export.ipynb #4ad79767
 def _float_bytes(proto) -> int:

@@ -20,7 +20,7 @@ from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
 from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric, ReferenceDistance
 from ..onnx.runtime import run_feeds, ort_session
-from ..onnx.export import drop_dead_taps
+from ..onnx.export import drop_dead_taps, compact_onnx
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
@@ -411,6 +411,14 @@ def _check_out(out, model, calib=None):
     ins = [p for p in (model, calib) if isinstance(p, (str, Path))]
     return check_output(out, inputs=ins, what='out')
 
+def _finished_onnx(q:onnx.ModelProto, # a QDQ model from ORT's quantizer, changed in place
+            src:onnx.ModelProto, # the float model it was quantized from (its node names are kept)
+            compact:bool=True) -> onnx.ModelProto: # also `compact_onnx`
+    "`q` as it is written: dead convolution taps sliced off (`drop_dead_taps`), then compacted (`compact_onnx`), keeping `src`'s node names."
+    drop_dead_taps(q)
+    if compact: compact_onnx(q, keep_node_names={n.name for n in src.graph.node if n.name})
+    return q
+
 def write_onnx(model:onnx.ModelProto, out) -> Path:
     "Verify `model` (`verify_onnx`), then write it to `out` atomically."
     verify_onnx(model)
@@ -433,6 +441,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   extra_options:dict=None, # passed to `quantize_static`
                   prepare:bool=True, # run `prepare_onnx` first (False: `model` is already prepared)
                   float_inputs:bool=True, # nodes left in float read float tensors (`float_reads_float`)
+                  compact:bool=True, # short value names, shared scalars, no shapes or doc strings (`compact_onnx`; node names kept): the same model, smaller
                   **kwargs): # other `quantize_static` arguments (reduce_range, nodes_to_quantize, ...)
     "Quantize `model` to QDQ with ONNX Runtime's `quantize_static`, keeping `nodes_to_exclude` in float; verified, then written to `out`."
     out = _check_out(out, model, calib)
@@ -454,7 +463,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                             nodes_to_quantize=only, nodes_to_exclude=nodes_to_exclude, extra_options=extra_options, calibration_cache_path=cache, **kwargs)
         q = onnx.load(str(d/'q.onnx'))
     if float_inputs: float_reads_float(q, quantized, src)
-    return write_onnx(drop_dead_taps(q), out)
+    return write_onnx(_finished_onnx(q, src, compact), out)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #2388d1b2
 def _n_qdq(model:onnx.ModelProto) -> int:
@@ -809,11 +818,14 @@ class OnnxSensitivity:
         return Sensitivity(scores, failed, metric_name(metric), {n: kinds.get(n, '') for n in nodes},
                            skipped, time.perf_counter() - t0)
 
-    def quantize(self, out, nodes_to_exclude=None) -> Path:
+    def quantize(self,
+                 out, # where to write it (atomically; never the input model)
+                 nodes_to_exclude=None, # node names kept in float
+                 compact:bool=True) -> Path: # `compact_onnx` (node names kept): the same model, smaller
         "Write the model quantized with the stored ranges and settings, `nodes_to_exclude` in float: verified first, written atomically, never over the input."
         out = _check_out(out, self.source)
         _check_names(self.model, nodes_to_exclude or [])
-        return write_onnx(drop_dead_taps(self.quantized_model(nodes_to_exclude)), out)
+        return write_onnx(_finished_onnx(self.quantized_model(nodes_to_exclude), self.model, compact), out)
 
     def evaluate(self, model, metric=None) -> float:
         "Distance of `model`'s outputs (a path or `ModelProto`) from the float model's on the calibration inputs."
