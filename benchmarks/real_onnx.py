@@ -199,7 +199,8 @@ def findings(res) -> list[str]:
         beats = 'beats both' if dflt['acc'] > best + 1e-9 else \
                 f"ties the better one within noise ({100 * (dflt['acc'] - best):+.2f} points)" if 100 * (best - dflt['acc']) <= se + 1e-9 else 'does NOT beat both'
         L.append(f"- {mode}: the default (coverage {res['coverage']:g}, at most {res.get('max_float', 0.2):.0%} of the weight ops in float, verified) "
-                 f"keeps {dflt['n_float']} in float, {100 * dflt['int_weights']:.0f}% on integer weights, {dflt['mb']:.1f} MB: "
+                 f"keeps {dflt['n_float']} in float, {100 * dflt['int_weights']:.0f}% on integer weights, {dflt['mb']:.3g} MB ({fl['mb'] / dflt['mb']:.1f}x smaller than float; "
+                 f"plain quantize_static's {qs['mb']:.3g} MB, {fl['mb'] / qs['mb']:.1f}x): "
                  f"{100 * dflt['acc']:.1f}% vs float {100 * fl['acc']:.1f}% and plain quantize_static {100 * qs['acc']:.1f}% (all op types) / "
                  f"{100 * qw['acc']:.1f}% (Conv/MatMul/Gemm): {beats}; {rec}; "
                  f"distance to float {dflt['distance']:.3g} vs {min(qs['distance'], qw['distance']):.3g} for the closer plain quantize_static "

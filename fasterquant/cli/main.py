@@ -295,7 +295,7 @@ def cmd_onnx(args):
             print(f"\nverified ({metric_label(sens)}): " + "; ".join(v['log']))
             if v['excluded'] != excluded: print(f"  the search changed the pick: {len(v['excluded'])} nodes in float")
             excluded = v['excluded']
-        sens.quantize(out, nodes_to_exclude=excluded)
+        sens.quantize(out, nodes_to_exclude=excluded, compact=args.compact)
         chain = sens.chain(excluded)
         labels = getattr(args, 'label_values', None)
         base = dict(distance=0.0, top1=1.0 if any(output_kinds(sens.model, sens.reference)) else None)
@@ -304,7 +304,7 @@ def cmd_onnx(args):
         if args.compare:
             import tempfile
             with tempfile.TemporaryDirectory(prefix='fq.cli.') as d:
-                allq = sens.quantize(Path(d)/'all.onnx')
+                allq = sens.quantize(Path(d)/'all.onnx', compact=args.compact)
                 rows.append(('all nodes quantized', allq.stat().st_size, agreement(sens, allq, labels)))
         rows.append((f"{len(excluded)} nodes in float -> {out.name}", out.stat().st_size, agreement(sens, out, labels)))
     n = sum(len(next(iter(f.values()))) for f in sens.feeds)
@@ -400,6 +400,7 @@ def get_parser() -> argparse.ArgumentParser:
     o.add_argument('--max-float', type=float, default=0.2, metavar='SHARE', help="keep at most this share of the weight-holding nodes (Conv/MatMul/Gemm with weights) in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 1: no cap)")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
+    o.add_argument('--no-compact', dest='compact', action='store_false', help="keep ONNX Runtime's value names and the shapes it writes (a larger file, the same model; node names are kept either way)")
     o.add_argument('--no-verify', dest='verify', action='store_false', help="write the pick as is, without measuring it against the all-quantized model")
     o.add_argument('--verify-time', type=float, default=120., metavar='S', help="seconds the search around the cut may take when the pick is not closer to float than quantizing everything (default 120)")
     o.set_defaults(func=cmd_onnx)
