@@ -400,7 +400,7 @@ def get_parser() -> argparse.ArgumentParser:
     o.add_argument('--max-float', type=float, default=0.2, metavar='SHARE', help="keep at most this share of the weight-holding nodes (Conv/MatMul/Gemm with weights) in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 1: no cap)")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
-    o.add_argument('--no-compact', dest='compact', action='store_false', help="keep ONNX Runtime's value names and the shapes it writes (a larger file, the same model; node names are kept either way)")
+    o.add_argument('--no-compact', dest='compact', action='store_false', help="keep ONNX Runtime's value names (a larger file, the same model; node names are kept either way)")
     o.add_argument('--no-verify', dest='verify', action='store_false', help="write the pick as is, without measuring it against the all-quantized model")
     o.add_argument('--verify-time', type=float, default=120., metavar='S', help="seconds the search around the cut may take when the pick is not closer to float than quantizing everything (default 120)")
     o.set_defaults(func=cmd_onnx)

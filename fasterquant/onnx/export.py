@@ -391,8 +391,8 @@ def _short_name(k:int) -> str:
         s = _NAME_CHARS[k % 62] + s; k = k // 62 - 1
         if k < 0: return s
 
-def _short_names(proto, keep_node_names=frozenset()) -> dict:
-    "Rename every value but the graph's inputs and outputs, the most used first, to a few characters; drop node names (but `keep_node_names`), doc strings and value_info."
+def _short_names(proto, keep_node_names=frozenset(), shapes:bool=False) -> dict:
+    "Rename every value but the graph's inputs and outputs, the most used first, to a few characters; drop node names (but `keep_node_names`), doc strings and value_info (`shapes`: renamed and kept)."
     g = proto.graph
     io = {v.name for v in list(g.input) + list(g.output)}
     uses = Counter(v for n in g.node for v in [*n.input, *n.output] if v and v not in io)
@@ -407,15 +407,18 @@ def _short_names(proto, keep_node_names=frozenset()) -> dict:
         if n.name not in keep_node_names: n.name = ''
         n.doc_string = ''
     for t in g.initializer: t.name = new(t.name); t.doc_string = ''
-    del g.value_info[:]
+    if shapes:
+        for v in g.value_info: v.name = new(v.name); v.doc_string = ''
+    else: del g.value_info[:]
     g.doc_string = ''; g.name = 'fq'; proto.doc_string = ''; proto.producer_name = 'fasterquant'; proto.producer_version = ''
     return names
 
 def compact_onnx(proto:onnx.ModelProto, # a model, changed in place
                  keep_node_names=(), # node names to keep (every other node loses its name)
                  half:bool=False, # also store float32 initializers that float16 holds exactly as float16 behind a `Cast`
+                 shapes:bool=True, # keep the shapes of inner values (`value_info`), renamed: ONNX Runtime's fusions may need them
                 ) -> dict: # the renaming of values
-    "Shrink `proto` without changing what it computes: attributes at their defaults dropped, repeated scalars shared, unused initializers dropped, values renamed to a few characters (graph inputs and outputs kept), value_info and doc strings dropped."
+    "Shrink `proto` without changing what it computes: attributes at their defaults dropped, repeated scalars shared, unused initializers dropped, values renamed to a few characters (graph inputs and outputs kept), doc strings dropped."
     g = proto.graph
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in g.node for a in n.attribute): return {}   # subgraphs read outer names: left as they are
     _strip_defaults(proto)
@@ -424,7 +427,7 @@ def compact_onnx(proto:onnx.ModelProto, # a model, changed in place
     keep = [t for t in g.initializer if t.name in used]
     del g.initializer[:]; g.initializer.extend(keep)
     if half: _half_tensors(g)
-    return _short_names(proto, frozenset(keep_node_names))
+    return _short_names(proto, frozenset(keep_node_names), shapes)
 
 def live_taps(size:int, # the input's length along one spatial dim
               kernel:int, # the kernel's length there
@@ -487,7 +490,7 @@ def _compact(proto, weight_only:bool) -> dict:
     _drop_absorbed(g)
     if weight_only: _merge_residual_biases(g)
     _relu_as_max(g)
-    return compact_onnx(proto, half=True)
+    return compact_onnx(proto, half=True, shapes=False)   # (checked: this graph's fusions need no stated shapes)
 
 
 # %% ../../nbs/onnx/01_export.ipynb #4ad79767
