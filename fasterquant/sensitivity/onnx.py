@@ -441,7 +441,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   extra_options:dict=None, # passed to `quantize_static`
                   prepare:bool=True, # run `prepare_onnx` first (False: `model` is already prepared)
                   float_inputs:bool=True, # nodes left in float read float tensors (`float_reads_float`)
-                  compact:bool=True, # short value names, shared scalars, no shapes or doc strings (`compact_onnx`; node names kept): the same model, smaller
+                  compact:bool=True, # short value names (shapes kept), shared scalars, no doc strings (`compact_onnx`; node names kept): the same model, smaller
                   **kwargs): # other `quantize_static` arguments (reduce_range, nodes_to_quantize, ...)
     "Quantize `model` to QDQ with ONNX Runtime's `quantize_static`, keeping `nodes_to_exclude` in float; verified, then written to `out`."
     out = _check_out(out, model, calib)
