@@ -17,7 +17,7 @@ import argparse, json, os, platform, statistics, tempfile, time, warnings, loggi
 from pathlib import Path
 import numpy as np
 from onnxruntime.quantization import quantize_static, QuantFormat
-from fasterquant.sensitivity.onnx import OnnxSensitivity, ort_op_types, _quiet, FeedReader
+from fasterquant.sensitivity.onnx import OnnxSensitivity, ort_op_types, _quiet, FeedReader, KL_PROB_FLOOR
 from fasterquant.onnx.runtime import ort_session, run_feeds
 from fasterquant.core.metrics import output_distance, get_metric
 from results_io import add_results_args, write_results, rendered
@@ -27,8 +27,8 @@ def kl_prob_before(ref, out, eps=1e-10):
     p, q = np.clip(ref.astype(np.float64), 0, None), np.clip(out.astype(np.float64), 0, None)
     return float((p * (np.log(p + eps) - np.log(q + eps))).sum(-1).mean())
 
-def bench(name, make, n_probes, repeats, n_static, tmp):
-    "Time the three scorers on `make()`'s model (an `OnnxSensitivity` factory taking `ranges=`)."
+def bench(name, make, n_probes, repeats, n_static, tmp, arena_ab=False):
+    "Time the three scorers on `make()`'s model (an `OnnxSensitivity` factory taking `ranges=` and settings); `arena_ab`: also the scorer now without the shared arena."
     with _quiet(): sens = make(None)
     f = get_metric(sens.metric)   # quantize_static per node is charged today's distance, so it pays only for what quantize_static itself does
     f_before = kl_prob_before if sens.metric == 'kl_prob' else f
@@ -38,7 +38,7 @@ def bench(name, make, n_probes, repeats, n_static, tmp):
     static_pick = pick[::max(1, len(pick) // n_static)][:n_static]
     prep = Path(tmp) / 'prep.onnx'; prep.write_bytes(sens.model.SerializeToString())
     kw = dict(per_channel=sens.per_channel, weight_type=sens.weight_type, activation_type=sens.activation_type, reduce_range=sens.reduce_range)
-    before, static, before_scores, runs, run_s = [], [], {}, [], []
+    before, static, before_scores, runs, run_s, plain = [], [], {}, [], [], []
     for r in range(repeats):   # one round of each way per repeat, interleaved, so a slow spell of this shared machine hits all three
         for node in pick:  # the scorer before this version: whole model quantized, opened and run per node, reference side per probe
             t = time.perf_counter()
@@ -53,16 +53,29 @@ def bench(name, make, n_probes, repeats, n_static, tmp):
                 output_distance(sens.reference, run_feeds(Path(tmp) / 'one.onnx', sens.feeds), f); static.append(time.perf_counter() - t)
         with _quiet(): s2 = make(sens.ranges)   # the scorer now, end to end over every target (a fresh scorer each time: nothing cached but the ranges)
         t = time.perf_counter(); res = s2.score(progress=False); runs.append(time.perf_counter() - t); run_s.append(s2.run_s)
+        if arena_ab:   # the same without the shared arena: each probe's session its own memory
+            with _quiet(): s3 = make(sens.ranges, shared_arena=False)
+            t = time.perf_counter(); s3.score(progress=False); plain.append(time.perf_counter() - t)
     now = statistics.median(runs) / len(nodes)
     old = [before_scores[n] for n in pick if n in res.scores]; new = [res.scores[n] for n in pick if n in res.scores]
     rank = lambda v: np.argsort(np.argsort(v))
+    extra = {}
+    if arena_ab: extra.update(plain_probe_s=statistics.median(plain) / len(nodes), arena_saving=1 - statistics.median(runs) / statistics.median(plain))
+    if sens.metric == 'kl_prob':   # the pooled distance against the full float64 sum: what a call costs, how much it pools, how far it moves a score
+        ref = np.concatenate([b[0] for b in sens.reference]); outs = run_feeds(ort_session(sens.probe_model(pick[0]), providers=sens.providers), sens.feeds)
+        sens.distance_to_float(outs); t_new, t_old = [], []   # (the reference's side prepared by the first call)
+        for _ in range(5):
+            t = time.perf_counter(); sens.distance_to_float(outs); t_new.append(time.perf_counter() - t)
+            t = time.perf_counter(); output_distance(sens.reference, outs, kl_prob_before); t_old.append(time.perf_counter() - t)
+        extra.update(kl_call_s=statistics.median(t_new), kl_before_call_s=statistics.median(t_old), kl_kept=int((ref >= KL_PROB_FLOOR).sum()), kl_values=int(ref.size),
+                     kl_max_rel_diff=float(max(abs(a - b) / b for a, b in zip(new, old) if b > 0)))
     row = dict(model=name, nodes=len(sens.model.graph.node), targets=len(nodes), probes=len(pick), static_probes=len(static_pick), repeats=repeats,
                n_samples=sum(len(next(iter(fd.values()))) for fd in sens.feeds), metric=sens.metric, float_forward_s=fwd,
                static_probe_s=statistics.median(static), before_probe_s=statistics.median(before), now_probe_s=now, now_total_s=statistics.median(runs),
                now_run_probe_s=statistics.median(run_s) / len(nodes),
                cut_off=s2.cut_off, vs_static=statistics.median(static) / now, vs_before=statistics.median(before) / now,
                max_score_diff=float(np.max(np.abs(np.subtract(old, new))) / max(old)),  # relative to the largest score probed
-               rank_agreement=float(np.corrcoef(rank(old), rank(new))[0, 1]) if len(old) > 1 else 1.0)
+               rank_agreement=float(np.corrcoef(rank(old), rank(new))[0, 1]) if len(old) > 1 else 1.0, **extra)
     print(json.dumps(row), flush=True)
     return row
 
@@ -84,6 +97,12 @@ def markdown(res) -> str:
         L.append(f"- {r['model']}: {r['vs_static']:.1f}x vs `quantize_static` ({'met' if r['vs_static'] >= 20 else 'missed'}; 20× means {r['static_probe_s'] / 20:.3f} s per probe, "
                  f"and the forward passes alone take {r['now_run_probe_s']:.3f} s, {r['now_run_probe_s'] / r['float_forward_s']:.2f} of a whole forward pass), "
                  f"{r['vs_before']:.2f}x vs before ({'met' if r['vs_before'] >= 4 else 'missed'}).")
+    for r in rows:
+        if 'arena_saving' in r:
+            L.append(f"- {r['model']}: the shared arena: {r['now_probe_s']:.3f} s per probe against {r['plain_probe_s']:.3f} s with a session's own memory ({100 * r['arena_saving']:.0f}% less), in the same rounds.")
+        if 'kl_call_s' in r:
+            L.append(f"- {r['model']}: `kl_prob` compares {r['kl_kept']:,} of the reference's {r['kl_values']:,} probabilities one by one ({100 * r['kl_kept'] / r['kl_values']:.3f}%) and pools the rest per position: "
+                     f"{1000 * r['kl_call_s']:.1f} ms per call on a probe's four batches of outputs, stacking included (the float64 sum over all of them: {1000 * r['kl_before_call_s']:.0f} ms); on the sampled nodes the scores differ from the full sum's by {100 * r['kl_max_rel_diff']:.2f}% at most.")
     L += ['', "**Reading.** A probe used to be: quantize the whole model with one node quantized, open a session, run every calibration input "
           "through the whole model, then compute the distance with the reference's side (a log-softmax or logarithm of every reference output) again. "
           "Now a probe quantizes, opens and runs only the nodes its node can reach, fed with float activations kept from one extra float run: a node near the "
@@ -118,14 +137,14 @@ def main():
     feeds = [{'x': x[i:i+8]} for i in range(0, 32, 8)]
     with tempfile.TemporaryDirectory() as tmp:
         rows.append(bench('PP-OCRv6_rec_small (rapidocr 3.10.0), 32 words, weight ops (the default)',
-                          lambda r: OnnxSensitivity(rec, feeds, ranges=r), a.probes, a.repeats, a.static_probes, tmp))
+                          lambda r, **k: OnnxSensitivity(rec, feeds, ranges=r, **k), a.probes, a.repeats, a.static_probes, tmp, arena_ab=True))
         rows.append(bench('PP-OCRv6_rec_small (rapidocr 3.10.0), 32 words, every ORT op type',
-                          lambda r: OnnxSensitivity(rec, feeds, ranges=r, op_types_to_quantize=ort_op_types()), a.probes, a.repeats, a.static_probes, tmp))
+                          lambda r, **k: OnnxSensitivity(rec, feeds, ranges=r, op_types_to_quantize=ort_op_types(), **k), a.probes, a.repeats, a.static_probes, tmp))
         data = load_data('fashion_mnist')
         p = Path(tmp)/'vit.onnx'; export_float_onnx(trained_model('vit_fmnist'), data.x_test[:1], p)
         xv = data.x_train[:256].numpy()
         rows.append(bench('ViT (Fashion-MNIST, trained here), 256 images, every ORT op type',
-                          lambda r: OnnxSensitivity(p, xv, ranges=r, op_types_to_quantize=ort_op_types()), a.probes, a.repeats, a.static_probes, tmp))
+                          lambda r, **k: OnnxSensitivity(p, xv, ranges=r, op_types_to_quantize=ort_op_types(), **k), a.probes, a.repeats, a.static_probes, tmp))
     res = dict(machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", rows=rows)
     write_results(a.out, res, markdown)
 

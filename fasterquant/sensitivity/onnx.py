@@ -486,7 +486,7 @@ def _kl_prob_prepared(ref:np.ndarray, eps:float=1e-10, floor:float=KL_PROB_FLOOR
     c = p.shape[-1] if p.ndim else 1
     p = p.reshape(-1, c)
     pooled = p < floor
-    kept = np.flatnonzero(~pooled)   # flat indices of the classes compared one by one (0.015% of them on PP-OCRv6)
+    kept = np.flatnonzero(~pooled)   # flat indices of the classes compared one by one (a small share on a peaked output)
     pk = p.ravel()[kept].astype(np.float64); lpk = np.log(pk + eps)
     mask = pooled.astype(np.float32) if pooled.any() else None   # the pooled classes, summed per position by one einsum
     if mask is not None: pt = np.einsum('ij,ij->i', p, mask).astype(np.float64); lpt = np.log(pt + eps)
@@ -608,7 +608,8 @@ class OnnxSensitivity:
                  ranges:TensorsData=None, # precomputed ranges: skip calibration
                  metric='auto', # default distance: 'auto' (`pick_metric`), a name of `available_metrics()`, or a function (ref, out) -> float
                  providers:list=None, # ORT providers (default CPU)
-                 cache_mb:float=2048): # float activations kept for downstream-only probes (0: every probe runs the whole model)
+                 cache_mb:float=2048, # float activations kept for downstream-only probes (0: every probe runs the whole model)
+                 shared_arena:bool=True): # probes draw memory from one ONNX Runtime arena kept warm across them (it stays with the process; False: each probe's own)
         store_attr(but='model,calib,ranges,metric')
         if not (isinstance(metric, str) and metric == 'auto'): get_metric(metric)  # a bad name fails before any work
         self.source = model
@@ -753,7 +754,7 @@ class OnnxSensitivity:
 
     def _run_into(self, m:onnx.ModelProto, feeds:list, out_idx:list, into:dict, external:dict=None):
         "Per batch, `m`'s outputs (the model's outputs `out_idx`), written by ONNX Runtime straight into consecutive rows of `into[j]` where every one has such an array (else a plain run)."
-        s = ort_session(m, providers=self.providers, external=external, shared_arena=True)   # one session per probe: warm memory from the first probe on
+        s = ort_session(m, providers=self.providers, external=external, shared_arena=self.shared_arena)   # one session per probe: warm memory from the first probe on
         refs = [[r[j] for j in out_idx] for r in self.reference]
         bufs = [into.get(j) for j in out_idx]
         ok = all(b is not None and b.dtype == np.float32 and b.flags.c_contiguous and len(b) == sum(len(r[k]) for r in refs)
@@ -787,7 +788,7 @@ class OnnxSensitivity:
                 return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        s = ort_session(m, providers=self.providers, shared_arena=True); t0 = time.perf_counter()
+        s = ort_session(m, providers=self.providers, shared_arena=self.shared_arena); t0 = time.perf_counter()
         res = run_feeds(s, self.feeds); self.run_s += time.perf_counter() - t0
         return res
 
