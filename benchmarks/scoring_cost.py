@@ -110,7 +110,9 @@ def markdown(res) -> str:
           "their memory from one arena kept warm across probes (`ort_session(shared_arena=True)`). The scores are the same up to float rounding and "
           "`kl_prob`'s pooling of the classes the reference gives less than 1e-6 (the scorer before sums every class). "
           "What is left per probe is mostly the forward passes of its downstream part (the column above), which no exact probe can skip: "
-          "the rest is ORT's quantizer on the node and opening a session. ",
+          "the rest is ORT's quantizer on the node and opening a session. Several probes per forward pass (one session serving every probe, as the issue "
+          "suggests) would not help: ONNX Runtime cannot be fed in the middle of a graph, so each probe would run the whole model, and an earlier version of this "
+          "script measured such a session as slower than separate ones (every weight and activation behind an `If` loses ONNX Runtime's weight pre-packing and fusions).",
           "",
           "**How the baselines are charged.** `quantize_static` per node calibrates again, quantizes, writes, opens and runs the whole model: several "
           "forward passes per node. It is charged today's distance (`kl_prob` pools the negligible classes and costs about 5 ms on PP-OCRv6), so it pays only "
