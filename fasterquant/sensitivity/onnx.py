@@ -752,6 +752,11 @@ class OnnxSensitivity:
         if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node, build=False)[1:]
         return self._cuts[node]
 
+    def _run_plain(self, s, feeds:list) -> list:
+        "`run_feeds(s, feeds)`, its time added to `run_s`."
+        t0 = time.perf_counter(); res = run_feeds(s, feeds); self.run_s += time.perf_counter() - t0
+        return res
+
     def _run_into(self, m:onnx.ModelProto, feeds:list, out_idx:list, into:dict, external:dict=None):
         "Per batch, `m`'s outputs (the model's outputs `out_idx`), written by ONNX Runtime straight into consecutive rows of `into[j]` where every one has such an array (else a plain run)."
         s = ort_session(m, providers=self.providers, external=external, shared_arena=self.shared_arena)   # one session per probe: warm memory from the first probe on
@@ -759,10 +764,8 @@ class OnnxSensitivity:
         bufs = [into.get(j) for j in out_idx]
         ok = all(b is not None and b.dtype == np.float32 and b.flags.c_contiguous and len(b) == sum(len(r[k]) for r in refs)
                  and all(r[k].shape[1:] == b.shape[1:] for r in refs) for k, b in enumerate(bufs))
+        if not ok: return self._run_plain(s, feeds)
         t0 = time.perf_counter()
-        if not ok:
-            res = run_feeds(s, feeds); self.run_s += time.perf_counter() - t0
-            return res
         names, rows, res = [o.name for o in s.get_outputs()], 0, []
         for f, r in zip(feeds, refs):
             b = s.io_binding()
@@ -788,9 +791,7 @@ class OnnxSensitivity:
                 return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
         m = self.probe_model(node)
         if _n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        s = ort_session(m, providers=self.providers, shared_arena=self.shared_arena); t0 = time.perf_counter()
-        res = run_feeds(s, self.feeds); self.run_s += time.perf_counter() - t0
-        return res
+        return self._run_plain(ort_session(m, providers=self.providers, shared_arena=self.shared_arena), self.feeds)
 
     def probe(self, node:str, metric=None) -> float:
         "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
