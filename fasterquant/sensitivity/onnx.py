@@ -7,8 +7,9 @@ from __future__ import annotations
 import copy, math, time, json, logging, tempfile, warnings, os, contextlib, collections
 from pathlib import Path
 from collections.abc import Mapping, Iterable
-import numpy as np
+import numpy as np, torch
 import onnx
+from onnx import numpy_helper
 from onnxruntime.quantization import QuantType, QuantFormat, CalibrationMethod, CalibrationDataReader, quantize_static
 from onnxruntime.quantization.calibrate import create_calibrator, TensorsData, save_tensors_data
 from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
@@ -21,16 +22,18 @@ from ..core.registry import AxisRegistry
 from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric, ReferenceDistance
 from ..onnx.runtime import run_feeds, ort_session
 from ..onnx.export import drop_dead_taps, compact_onnx
+from ..quantize.dtype import get_dtype
+from ..quantize.criteria import get_scale_method, available_scale_methods
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
 __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'KL_PROB_FLOOR', 'SHARED_BYTES',
            'onnx_inputs', 'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types',
            'chain_nodes', 'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset',
-           'constants_to_initializers', 'name_nodes', 'prepare_onnx', 'quantized_nodes', 'restore_activations',
-           'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'output_kinds',
-           'pick_metric', 'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity', 'score_onnx',
-           'onnx_node_scopes', 'graph_blocks']
+           'constants_to_initializers', 'name_nodes', 'prepare_onnx', 'onnx_criteria', 'weight_overrides',
+           'quantized_nodes', 'restore_activations', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx',
+           'kl_prob_distance', 'output_kinds', 'pick_metric', 'check_metric', 'downstream_model', 'external_stub',
+           'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -292,6 +295,69 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
     except Exception as e: raise ValueError(f"ONNX Runtime cannot load the prepared model ({type(e).__name__}: {str(e).strip()[:120]})") from None
     return m
 
+# %% ../../nbs/sensitivity/01_onnx.ipynb #80a46b85
+_WEIGHT_QDTYPES = {QuantType.QInt8: 'int8', QuantType.QUInt8: 'uint8', QuantType.QInt4: 'int4', QuantType.QUInt4: 'uint4'}
+
+def onnx_criteria(criteria='auto', # 'auto', 'minmax' (ONNX Runtime's own grid), a name of `available_scale_methods()`, or a `ScaleMethod`
+                  weight_type='int8', # weight integer type
+                  reduce_range:bool=False, # ORT's 7-bit weights
+                  extra_options:dict=None): # ORT quantizer `extra_options` (a `WeightSymmetric` there must fit the grid)
+    "The weight grid of the ONNX path: `'minmax'` (ONNX Runtime's own), a `ScaleMethod`, or `'auto'`: at 4 bits or fewer, ORT's grid or MSE clipping, whichever the scorer measures closer to float; at 8 bits ORT's."
+    wt = get_quant_type(weight_type)
+    sym = (extra_options or {}).get('WeightSymmetric')
+    fits = wt in _WEIGHT_QDTYPES and not reduce_range and (sym is None or bool(sym) == get_dtype(_WEIGHT_QDTYPES[wt]).signed)
+    if isinstance(criteria, str):
+        if criteria == 'auto': return 'auto' if fits and wt in (QuantType.QInt4, QuantType.QUInt4) else 'minmax'
+        if criteria == 'minmax': return 'minmax'
+        if criteria not in available_scale_methods():
+            raise ValueError(f"criteria={criteria!r} is not a weight grid of the ONNX path: use 'auto', 'minmax', "
+                             f"{', '.join(repr(m) for m in available_scale_methods() if m != 'minmax')} (learned rounding needs the PyTorch model: `Quantizer`)")
+    m = get_scale_method(criteria)
+    if wt not in _WEIGHT_QDTYPES: raise ValueError(f"criteria={m} sets 2-8-bit grids, not {wt.name} weights: pass criteria='minmax' (ONNX Runtime's own grid)")
+    if reduce_range: raise ValueError(f"reduce_range=True needs ONNX Runtime's 7-bit grid: pass criteria='minmax' (got {m})")
+    if not fits: raise ValueError(f"WeightSymmetric={sym} does not fit {wt.name} weights on the {m} grid (symmetric exactly when signed): pass criteria='minmax' or drop WeightSymmetric")
+    return m
+
+def _weight_axis(node:onnx.NodeProto, rank:int):
+    "The output-channel axis of `node`'s weight (its input 1) as ORT's integer kernels take it; None where ORT's own choice stands."
+    if node.op_type == 'Conv': return 0
+    if rank != 2: return None
+    if node.op_type == 'MatMul': return 1
+    if node.op_type == 'Gemm': return 0 if any(a.name == 'transB' and a.i for a in node.attribute) else 1
+
+def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
+                     criteria='mse', # scale method: a name of `available_scale_methods()` or a `ScaleMethod`
+                     weight_type='int8', # weight integer type (2-8 bits)
+                     per_channel:bool=True, # a grid per output channel (else one per tensor)
+                     op_types=WEIGHT_OPS) -> dict: # the op types whose weights (input 1) get grids
+    "ORT `TensorQuantOverrides` putting each weight of an `op_types` node on the grid `criteria` picks: `{initializer: [{'axis', 'scale', 'zero_point'}, ...]}`."
+    m, dt = get_scale_method(criteria), get_dtype(_WEIGHT_QDTYPES[get_quant_type(weight_type)])
+    inits = {t.name: t for t in model.graph.initializer}
+    uses = collections.Counter(i for n in model.graph.node for i in n.input)
+    out = {}
+    for n in model.graph.node:
+        if n.op_type not in op_types or len(n.input) < 2 or n.input[1] not in inits or uses[n.input[1]] != 1: continue  # a shared weight keeps ORT's grid
+        t = inits[n.input[1]]
+        if t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) or not t.dims: continue
+        w = numpy_helper.to_array(t).astype(np.float32)
+        axis = _weight_axis(n, w.ndim) if per_channel else None
+        if per_channel and axis is None: continue
+        rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if per_channel else w.reshape(1, -1)
+        s, zp = m(torch.from_numpy(np.ascontiguousarray(rows)), dt)
+        ps = [dict(scale=np.array(si, np.float32), zero_point=np.array(zi, np.int32)) for si, zi in zip(s.numpy().astype(np.float32), zp.numpy())]
+        if per_channel: ps[0]['axis'] = axis
+        out[t.name] = ps
+    return out
+
+def _with_overrides(extra_options:dict, overrides:dict, model:onnx.ModelProto) -> dict:
+    "`extra_options` whose `TensorQuantOverrides` also hold `overrides` for the weights `model` has (the caller's own overrides win)."
+    if not overrides: return dict(extra_options or {})
+    names = {t.name for t in model.graph.initializer}
+    extra = dict(extra_options or {})
+    extra['TensorQuantOverrides'] = {**{k: v for k, v in overrides.items() if k in names}, **extra.get('TensorQuantOverrides', {})}
+    return extra
+
+
 # %% ../../nbs/sensitivity/01_onnx.ipynb #0115a54c
 def _check_names(model:onnx.ModelProto, names, what='nodes_to_exclude'):
     known = {n.name for n in model.graph.node}
@@ -435,6 +501,8 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   weight_type='int8', # weight integer type
                   activation_type='int8', # activation integer type
                   calibrate_method='minmax', # used when calibrating here
+                  criteria='minmax', # weight grid (`onnx_criteria`): 'minmax' (ORT's own), 'mse', 'percentile' ('auto' is measured: `OnnxSensitivity`)
+                  weight_grids:dict=None, # per-weight grids as `OnnxSensitivity.weight_overrides` holds them (instead of `criteria`)
                   op_types_to_quantize:list=None, # default: `default_op_types()`, the weight ops
                   chains:bool=True, # also quantize the Relu/Clip/pooling/Add/Concat between quantized nodes (`chain_nodes`), so ORT's integer kernels run on
                   batch_size:int=32, # when splitting stacked calibration arrays
@@ -448,11 +516,15 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     nodes_to_exclude = list(nodes_to_exclude or [])
     if ranges is None and calib is None: raise ValueError("quantize_onnx needs calibration inputs (`calib`) or precomputed `ranges`")
     wt, at = get_quant_type(weight_type), get_quant_type(activation_type)
+    crit = onnx_criteria(criteria, wt, kwargs.get('reduce_range', False), extra_options)
+    if crit == 'auto': raise ValueError("criteria='auto' measures which grid brings the model closer to float: use OnnxSensitivity (or `fasterquant onnx`), or pass criteria='mse' or 'minmax'")
     src = prepare_onnx(model, needed_opset(wt, at)) if prepare else _load_model(model)
     _check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
     if ranges is None: ranges = calibrate_onnx(src, onnx_inputs(calib, src, batch_size), _chain_op_types(op_types, chains), calibrate_method, extra_options)  # our calibration defaults
     ort_types, only, quantized = _ort_selection(src, op_types, kwargs.pop('nodes_to_quantize', None), nodes_to_exclude, chains, set(ranges.keys()))
+    grids = weight_grids if weight_grids is not None else {} if crit == 'minmax' else weight_overrides(src, crit, wt, per_channel, op_types)
+    extra = _with_overrides(extra_options, grids, src)
     with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
         d = Path(d); cache = d/'ranges.json'
         save_tensors_data(ranges, cache)  # quantize_static reads our ranges back instead of calibrating again
@@ -460,7 +532,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
         with _in_dir(d):
             quantize_static(d/'model.onnx', d/'q.onnx', None, quant_format=QuantFormat.QDQ, per_channel=per_channel,
                             weight_type=wt, activation_type=at, calibrate_method=ranges.calibration_method, op_types_to_quantize=ort_types,
-                            nodes_to_quantize=only, nodes_to_exclude=nodes_to_exclude, extra_options=extra_options, calibration_cache_path=cache, **kwargs)
+                            nodes_to_quantize=only, nodes_to_exclude=nodes_to_exclude, extra_options=extra, calibration_cache_path=cache, **kwargs)
         q = onnx.load(str(d/'q.onnx'))
     if float_inputs: float_reads_float(q, quantized, src)
     return write_onnx(_finished_onnx(q, src, compact), out)
@@ -599,6 +671,7 @@ class OnnxSensitivity:
                  weight_type='int8', # weight integer type
                  activation_type='int8', # activation integer type
                  calibrate_method='minmax', # ORT calibration method
+                 criteria='auto', # weight grid (`onnx_criteria`): 'auto' (at 4 bits, ORT's min-max or MSE clipping, whichever brings the all-quantized model closer to float; ORT's at 8), 'minmax', 'mse', 'percentile'
                  op_types_to_quantize:list=None, # op types to score and quantize (default: `default_op_types()`, the weight ops)
                  chains:bool=True, # also quantize the nodes that join the quantized ones' integer chains (`chain_nodes`); they follow, never scored
                  extra_options:dict=None, # ORT quantizer `extra_options`
@@ -616,9 +689,13 @@ class OnnxSensitivity:
         self.weight_type, self.activation_type = get_quant_type(weight_type), get_quant_type(activation_type)
         self.op_types = list(op_types_to_quantize or default_op_types())
         self.extra_options = dict(extra_options or {})
+        self.criteria = onnx_criteria(criteria, self.weight_type, reduce_range, self.extra_options)   # a bad grid fails before any work
         self.steps = []
         self.model = prepare_onnx(model, needed_opset(self.weight_type, self.activation_type), self.steps)
         self.feeds = onnx_inputs(calib, self.model, batch_size, n_batches)
+        grid = get_scale_method('mse') if self.criteria == 'auto' else self.criteria
+        grids = {} if grid == 'minmax' else weight_overrides(self.model, grid, self.weight_type, per_channel, self.op_types)
+        self.weight_overrides, self.grid_distances = grids, {}   # the grids in use (ORT's own for any weight not here)
         self.n_calibrations, self.run_s = 0, 0.   # run_s: seconds the probes spent in ONNX Runtime's forward passes (sessions opened not counted)
         if ranges is None:
             ranges = calibrate_onnx(self.model, self.feeds, _chain_op_types(self.op_types, chains), calibrate_method, self.extra_options, providers)
@@ -632,6 +709,11 @@ class OnnxSensitivity:
         self.cut_off = None if cache_mb > 0 else f'cache_mb={cache_mb:g}'  # why probes run the whole model, if they do
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in self.model.graph.node for a in n.attribute):
             self.cut_off = 'the model has control flow (If/Loop/Scan)'
+        if self.criteria == 'auto':   # measured, not guessed: each grid's all-quantized model against float on the calibration inputs
+            self.weight_overrides = {}; d_ort = self.distance()
+            self.weight_overrides = grids; d_mse = self.distance()
+            self.grid_distances = {'minmax': d_ort, 'mse': d_mse}
+            if not d_mse < d_ort: self.weight_overrides = {}
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
@@ -658,7 +740,7 @@ class OnnxSensitivity:
         # a copy (of those tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into later probes
         return QDQQuantizer(copy.deepcopy(self.model) if model is None else model, self.per_channel, self.reduce_range, self.weight_type,
                             self.activation_type, ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
-                            list(op_types or self.op_types), self.extra_options)
+                            list(op_types or self.op_types), _with_overrides(self.extra_options, self.weight_overrides, self.model if model is None else model))
 
     def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None, model=None) -> onnx.ModelProto:
         "The QDQ model with `nodes_to_exclude` in float (reading float tensors), from the stored ranges: what `quantize` writes (`model`: a part of the model instead, consumed)."
