@@ -8,7 +8,7 @@ Direction classifier: rendered words padded to 192, half of them turned 180 degr
 Lite0 / ViT: Fashion-MNIST training images for calibration, test images for the top-1 accuracy.
 Per mode: float / plain `quantize_static` (ORT defaults after pre-processing; and restricted to Conv/MatMul/Gemm) /
 fasterquant all weight ops (with their chain nodes, as the library quantizes them by default) / the default of `fasterquant onnx` (coverage 0.9, at most 20% of the weight ops in float,
-verified) per activation calibration method (minmax / entropy / percentile) / per-node / blocks / verified: exact-word accuracy, distance to float (KL of the output
+verified) per activation calibration method (minmax / entropy / percentile) and, at w4a8, per weight grid (the default's per-node choice vs ORT's min-max grid) / per-node / blocks / verified: exact-word accuracy, distance to float (KL of the output
 probabilities per position, on the test words), share of weight ops on integer weights, file size, times.
 Plus the coverage sweep (distance to float as more goes to float) and the "all Conv kept in float" diagnosis.
 
@@ -22,7 +22,7 @@ import numpy as np, onnx, onnxruntime as ort
 from onnxruntime.quantization import quantize_static, QuantFormat
 from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy, word_accuracy
 from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_onnx, ort_op_types, default_op_types, get_quant_type,
-                                          pick_metric, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
+                                          pick_metric, onnx_criteria, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
 from fasterquant.onnx.runtime import run_feeds
 from fasterquant.core.metrics import get_metric
@@ -129,16 +129,19 @@ def main():
                                 weight_type=wtq, activation_type=atq, op_types_to_quantize=ops)
             rows.append(measure(tmp/'plain.onnx', label, quantize_s=time.perf_counter() - t))
         methods = a.methods if mode != 'w4a8' else ['minmax']
-        for method in reversed(methods):  # minmax last: its scorer serves the rows below
-            tag = '' if method == 'minmax' else f' [{method}]'
+        # where the default picks each node's weight grid ('auto': 4 bits), ORT's min-max grid everywhere is measured first, side by side
+        arms = ([('minmax', 'minmax')] if onnx_criteria('auto', wtq) == 'auto' else []) + [(m, 'auto') for m in reversed(methods)]
+        for method, crit in arms:  # the default (minmax calibration, 'auto' grids) last: its scorer serves the rows below
+            tag = ('' if method == 'minmax' else f' [{method}]') + (" [ORT's min-max weight grid]" if crit == 'minmax' else '')
             t = time.perf_counter()
-            with _quiet(): sens = OnnxSensitivity(rec, calib, calibrate_method=method, **kw)
+            with _quiet(): sens = OnnxSensitivity(rec, calib, calibrate_method=method, criteria=crit, **kw)
             t_cal = time.perf_counter() - t
             t = time.perf_counter(); sc = sens.score(progress=False); t_score = time.perf_counter() - t
-            print(f"  {method}: metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
+            print(f"  {method}{tag}: weight grid {'mse' if sens.weight_overrides else 'minmax'} {sens.grid_distances}; metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
             def ours(label, ex, **extra):
                 t = time.perf_counter(); sens.quantize(tmp/'ours.onnx', ex)
-                return measure(tmp/'ours.onnx', f"{label} ({len(ex)} in float)", quantize_s=time.perf_counter() - t, n_float=len(ex), calibrate=method, **extra)
+                return measure(tmp/'ours.onnx', f"{label} ({len(ex)} in float)", quantize_s=time.perf_counter() - t, n_float=len(ex), calibrate=method, grid=crit,
+                               grid_chosen=('mse' if sens.weight_overrides else 'minmax') if crit == 'auto' else 'minmax', grid_distances=sens.grid_distances, **extra)
             rows.append(ours('fasterquant, all weight ops quantized (and their chain nodes)' + tag, []))
             # what `fasterquant onnx` does by default: coverage 0.9, at most 20% of the targets in float, verified before writing
             t = time.perf_counter()
@@ -191,7 +194,7 @@ def findings(res) -> list[str]:
         rows = r['rows']; by = {x['name']: x for x in rows}
         fl = rows[0]; qs = next(x for x in rows if x['name'].startswith('plain quantize_static (all'))
         qw = next(x for x in rows if x['name'].startswith('plain quantize_static (Conv'))
-        dflt = next(x for x in rows if x.get('default') and x.get('calibrate', 'minmax') == 'minmax')
+        dflt = next(x for x in rows if x.get('default') and x.get('calibrate', 'minmax') == 'minmax' and x.get('grid', 'auto') == 'auto')
         drop = fl['acc'] - qs['acc']
         rec = f"recovers {100 * (dflt['acc'] - qs['acc']) / drop:.0f}% of the {100 * drop:.1f}-point drop of plain quantize_static" if drop > 0.005 else \
               (f"plain quantize_static loses {100 * drop:.1f} points only" if drop > 0.0005 else "plain quantize_static loses nothing here")
@@ -205,11 +208,19 @@ def findings(res) -> list[str]:
                  f"{100 * qw['acc']:.1f}% (Conv/MatMul/Gemm): {beats}; {rec}; "
                  f"distance to float {dflt['distance']:.3g} vs {min(qs['distance'], qw['distance']):.3g} for the closer plain quantize_static "
                  f"({'closer' if dflt['distance'] < min(qs['distance'], qw['distance']) else 'NOT closer'}).")
-        cal = [x for x in rows if x.get('default')]
+        def all_ops(x): return next(y for y in rows if y.get('calibrate') == x.get('calibrate') and y.get('grid') == x.get('grid') and y['name'].startswith('fasterquant, all'))
+        cal = [x for x in rows if x.get('default') and x.get('grid', 'auto') == 'auto']
         if len(cal) > 1:
             L.append(f"  - calibration ({mode}): " + '; '.join(
-                f"{x.get('calibrate', 'minmax')}: all weight ops {100 * next(y for y in rows if y.get('calibrate') == x.get('calibrate') and y['name'].startswith('fasterquant, all'))['acc']:.1f}%, "
+                f"{x.get('calibrate', 'minmax')}: all weight ops {100 * all_ops(x)['acc']:.1f}%, "
                 f"default {100 * x['acc']:.1f}% ({x['n_float']} in float)" for x in cal))
+        ort_grid = next((x for x in rows if x.get('default') and x.get('grid') == 'minmax'), None)
+        if ort_grid is not None:
+            gd = dflt.get('grid_distances') or {}
+            L.append(f"  - weight grids ({mode}): the default's 'auto' took {'MSE clipping' if dflt.get('grid_chosen') == 'mse' else 'ORT min-max'} (all quantized, on the calibration {w['units']}: "
+                     f"distance {gd.get('mse', float('nan')):.3g} with MSE clipping, {gd.get('minmax', float('nan')):.3g} with min-max): all weight ops {100 * all_ops(dflt)['acc']:.1f}% (distance {all_ops(dflt)['distance']:.3g}), default {100 * dflt['acc']:.1f}% "
+                     f"(distance {dflt['distance']:.3g}); ORT's min-max grid everywhere: all weight ops {100 * all_ops(ort_grid)['acc']:.1f}% "
+                     f"(distance {all_ops(ort_grid)['distance']:.3g}), default {100 * ort_grid['acc']:.1f}% (distance {ort_grid['distance']:.3g}).")
     L.append("- Every fasterquant row is a file prepared inside (`prepare_onnx`: opset upgrade, ORT pre-processing) holding integer weights; "
              "with everything in float the measured curve ends at distance 0 (the float model, bit for bit), and it never increases because it keeps the best pick so far.")
     return L
