@@ -710,10 +710,12 @@ class OnnxSensitivity:
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in self.model.graph.node for a in n.attribute):
             self.cut_off = 'the model has control flow (If/Loop/Scan)'
         if self.criteria == 'auto':   # measured, not guessed: each grid's all-quantized model against float on the calibration inputs
-            self.weight_overrides = {}; d_ort = self.distance()
-            self.weight_overrides = grids; d_mse = self.distance()
-            self.grid_distances = {'minmax': d_ort, 'mse': d_mse}
-            if not d_mse < d_ort: self.weight_overrides = {}
+            for name, g in (('minmax', {}), ('mse', grids)):
+                self.weight_overrides = g
+                try: self.grid_distances[name] = self.distance()
+                except Exception: self.grid_distances[name] = math.nan   # ORT could not build or run that model: the other grid, or ORT's if neither
+            d_ort, d_mse = self.grid_distances['minmax'], self.grid_distances['mse']
+            self.weight_overrides = grids if math.isfinite(d_mse) and not d_mse >= d_ort else {}
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
