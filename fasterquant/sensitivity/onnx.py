@@ -27,9 +27,9 @@ from ..quantize.criteria import get_scale_method, available_scale_methods
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'KL_PROB_FLOOR', 'SHARED_BYTES',
-           'onnx_inputs', 'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types',
-           'chain_nodes', 'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset',
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'GRID_MARGIN', 'KL_PROB_FLOOR',
+           'SHARED_BYTES', 'onnx_inputs', 'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types',
+           'default_op_types', 'chain_nodes', 'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset',
            'constants_to_initializers', 'name_nodes', 'prepare_onnx', 'onnx_criteria', 'weight_overrides',
            'quantized_nodes', 'restore_activations', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx',
            'kl_prob_distance', 'output_kinds', 'pick_metric', 'check_metric', 'downstream_model', 'external_stub',
@@ -296,13 +296,14 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
     return m
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #80a46b85
+GRID_MARGIN = 0.9  # 'auto' leaves ORT's grid for MSE clipping only when clipping brings the all-quantized model this much closer (10%): nearer than that, it is a toss-up on a few dozen samples
 _WEIGHT_QDTYPES = {QuantType.QInt8: 'int8', QuantType.QUInt8: 'uint8', QuantType.QInt4: 'int4', QuantType.QUInt4: 'uint4'}
 
 def onnx_criteria(criteria='auto', # 'auto', 'minmax' (ONNX Runtime's own grid), a name of `available_scale_methods()`, or a `ScaleMethod`
                   weight_type='int8', # weight integer type
                   reduce_range:bool=False, # ORT's 7-bit weights
                   extra_options:dict=None): # ORT quantizer `extra_options` (a `WeightSymmetric` there must fit the grid)
-    "The weight grid of the ONNX path: `'minmax'` (ONNX Runtime's own), a `ScaleMethod`, or `'auto'`: at 4 bits or fewer, ORT's grid or MSE clipping, whichever the scorer measures closer to float; at 8 bits ORT's."
+    "The weight grid of the ONNX path: `'minmax'` (ONNX Runtime's own), a `ScaleMethod`, or `'auto'`: at 4 bits or fewer, ORT's grid unless the scorer measures MSE clipping clearly closer to float (`GRID_MARGIN`); at 8 bits ORT's."
     wt = get_quant_type(weight_type)
     sym = (extra_options or {}).get('WeightSymmetric')
     fits = wt in _WEIGHT_QDTYPES and not reduce_range and (sym is None or bool(sym) == get_dtype(_WEIGHT_QDTYPES[wt]).signed)
@@ -715,7 +716,7 @@ class OnnxSensitivity:
                 try: self.grid_distances[name] = self.distance()
                 except Exception: self.grid_distances[name] = math.nan   # ORT could not build or run that model: the other grid, or ORT's if neither
             d_ort, d_mse = self.grid_distances['minmax'], self.grid_distances['mse']
-            self.weight_overrides = grids if math.isfinite(d_mse) and not d_mse >= d_ort else {}
+            self.weight_overrides = grids if math.isfinite(d_mse) and not d_mse >= GRID_MARGIN * d_ort else {}
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
