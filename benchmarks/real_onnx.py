@@ -22,7 +22,7 @@ import numpy as np, onnx, onnxruntime as ort
 from onnxruntime.quantization import quantize_static, QuantFormat
 from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy, word_accuracy
 from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_onnx, ort_op_types, default_op_types, get_quant_type,
-                                          pick_metric, onnx_criteria, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
+                                          pick_metric, onnx_criteria, GRID_MARGIN, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
 from fasterquant.onnx.runtime import run_feeds
 from fasterquant.core.metrics import get_metric
@@ -218,7 +218,7 @@ def findings(res) -> list[str]:
         mse_grid = next((x for x in rows if x.get('default') and x.get('grid') == 'mse'), None)
         if ort_grid is not None:
             gd = dflt.get('grid_distances') or {}
-            L.append(f"  - weight grids ({mode}): the default's 'auto' took {'MSE clipping' if dflt.get('grid_chosen') == 'mse' else 'ORT min-max'} (it takes clipping only 10% closer; all quantized, on the calibration {w['units']}: "
+            L.append(f"  - weight grids ({mode}): the default's 'auto' took {'MSE clipping' if dflt.get('grid_chosen') == 'mse' else 'ORT min-max'} (it takes clipping only {1 - GRID_MARGIN:.0%} closer; all quantized, on the calibration {w['units']}: "
                      f"distance {gd.get('mse', float('nan')):.3g} with MSE clipping, {gd.get('minmax', float('nan')):.3g} with min-max): all weight ops {100 * all_ops(dflt)['acc']:.1f}% (distance {all_ops(dflt)['distance']:.3g}), default {100 * dflt['acc']:.1f}% "
                      f"(distance {dflt['distance']:.3g}); ORT's min-max grid everywhere: all weight ops {100 * all_ops(ort_grid)['acc']:.1f}% "
                      f"(distance {all_ops(ort_grid)['distance']:.3g}), default {100 * ort_grid['acc']:.1f}% (distance {ort_grid['distance']:.3g})"

@@ -153,7 +153,7 @@ def metric_label(sens) -> str:
 
 def sensitivity(args, model):
     "Calibrate once and score every node of `args.model` (an `OnnxSensitivity` and its `Sensitivity`); `--labels` are checked against the output before any probe."
-    from fasterquant.sensitivity.onnx import OnnxSensitivity
+    from fasterquant.sensitivity.onnx import OnnxSensitivity, GRID_MARGIN
     from fasterquant.core.metrics import metric_name
     calib = load_calib(args.calib, model)
     if getattr(args, 'labels', None): args.label_values = load_labels(args.labels, len(next(iter(calib.values()))))
@@ -167,9 +167,9 @@ def sensitivity(args, model):
             if out.ndim != 2 or out.shape[1] < 2: raise CLIError(f"--labels needs class scores [N, classes] as the model's first output, got [N, {'x'.join(map(str, out.shape[1:]))}]")
         for s in sens.steps: print(f"prepared: {s}", file=sys.stderr)
         print(f"metric: {metric_label(sens)}", file=sys.stderr)
-        res = sens.score(progress=_progress(args))
-        if sens.grid_distances: print(f"weight grid (auto): {'MSE clipping' if sens.weight_overrides else 'ONNX Runtime min-max'} (clipping is taken 10% closer to float, everything quantized: "
+        if sens.grid_distances: print(f"weight grid (auto): {'MSE clipping' if sens.weight_overrides else 'ONNX Runtime min-max'} (clipping is taken {1 - GRID_MARGIN:.0%} closer to float, everything quantized: "
                                       f"{metric_name(sens.metric)} {sens.grid_distances['mse']:.4g} with MSE clipping, {sens.grid_distances['minmax']:.4g} with min-max)", file=sys.stderr)
+        res = sens.score(progress=_progress(args))
     if not res.scores: raise CLIError(f"no node of {args.model} could be scored ({len(res.failed)} failed, {len(res.skipped)} skipped): nothing to quantize")
     return sens, res
 

@@ -672,7 +672,7 @@ class OnnxSensitivity:
                  weight_type='int8', # weight integer type
                  activation_type='int8', # activation integer type
                  calibrate_method='minmax', # ORT calibration method
-                 criteria='auto', # weight grid (`onnx_criteria`): 'auto' (at 4 bits, ORT's min-max or MSE clipping, whichever brings the all-quantized model closer to float; ORT's at 8), 'minmax', 'mse', 'percentile'
+                 criteria='auto', # weight grid (`onnx_criteria`): 'auto' (at 4 bits, MSE clipping where it brings the all-quantized model `GRID_MARGIN` closer to float than ORT's min-max grid; ORT's at 8), 'minmax', 'mse', 'percentile'
                  op_types_to_quantize:list=None, # op types to score and quantize (default: `default_op_types()`, the weight ops)
                  chains:bool=True, # also quantize the nodes that join the quantized ones' integer chains (`chain_nodes`); they follow, never scored
                  extra_options:dict=None, # ORT quantizer `extra_options`
