@@ -364,23 +364,61 @@ def _share_scalars(g):
     keep = [t for t in g.initializer if t.name not in alias]
     del g.initializer[:]; g.initializer.extend(keep)
 
-_HALF_MIN = 16   # values: below this a `Cast` node costs about what float16 saves
+_HALF_MIN = 16   # values: below this a float16 tensor of its own costs about what it saves (its `Cast` node)
 
-def _half_tensors(g):
-    "Every float32 initializer of at least `_HALF_MIN` values that float16 holds exactly is stored as float16 behind a `Cast` to float32."
-    inputs, keep, casts = {i.name for i in g.input}, [], []
+def _alone(v:str, a:np.ndarray) -> tuple:
+    "`([initializer], [node])` storing `a` as value `v`: float16 behind a `Cast` to float32 if it has at least `_HALF_MIN` values, else float32."
+    if a.dtype != np.float16 or a.size < _HALF_MIN: return [numpy_helper.from_array(a.astype(np.float32), v)], []
+    return [numpy_helper.from_array(a, f"{v}.f16")], [helper.make_node('Cast', [f"{v}.f16"], [v], to=TensorProto.FLOAT)]
+
+def _pack(pieces:list, name:str) -> tuple:
+    "`(initializers, nodes)` rebuilding the 1-d `pieces` (`[(value, array)]`, one dtype) from one initializer `name`: a `Cast` to float32 (for float16), then a `Split`."
+    inits = [numpy_helper.from_array(np.concatenate([a for _, a in pieces]), name),
+             helper.make_tensor(f"{name}.split", TensorProto.INT64, [len(pieces)], [len(a) for _, a in pieces])]   # (int64_data: a byte or two per length)
+    nodes = [helper.make_node('Cast', [name], [f"{name}.f32"], to=TensorProto.FLOAT)] if pieces[0][1].dtype == np.float16 else []
+    return inits, nodes + [helper.make_node('Split', [nodes[0].output[0] if nodes else name, f"{name}.split"], [v for v, _ in pieces])]
+
+def _nbytes(protos) -> int:
+    "About the bytes `protos` (initializers and nodes) take in a file, once `_short_names` has renamed their values (two characters each)."
+    n = 0
+    for p in protos:
+        q = type(p)(); q.CopyFrom(p); p = q
+        if isinstance(p, onnx.TensorProto): p.name = 'xx'
+        else: p.input[:], p.output[:] = ['xx'] * len(p.input), ['xx'] * len(p.output)
+        n += p.ByteSize() + 3   # (+ the field's tag and length)
+    return n
+
+_PACKED_INPUTS = {'DequantizeLinear': (1,), 'Conv': (2,), 'ConvTranspose': (2,), 'Gemm': (2,), 'LayerNormalization': (1, 2), 'BatchNormalization': (1, 2, 3, 4),
+                  'InstanceNormalization': (1, 2), 'Add': (0, 1), 'Sub': (0, 1), 'Mul': (0, 1), 'Div': (0, 1)}   # the inputs a packed vector may feed: parameters, not the sizes or scales some runtimes need as initializers (`Resize`, `Pad`)
+
+def _smaller_floats(proto):
+    "Float32 initializers stored in fewer bytes: float16 where it holds them exactly, and the parameter vectors (`_PACKED_INPUTS`) of each dtype packed into one tensor split back at load, where that is smaller."
+    g = proto.graph
+    split_ok = {o.domain or 'ai.onnx': o.version for o in proto.opset_import}.get('ai.onnx', 1) >= 13   # (`Split` reads its lengths from an input)
+    inputs, keep, nodes, packs = {i.name for i in g.input}, [], [], {np.float16: [], np.float32: []}
+    reads = defaultdict(set)
+    for n in g.node:
+        for k, v in enumerate(n.input): reads[v].add((n.op_type, k))
+    packable = lambda v: reads[v] and all(k in _PACKED_INPUTS.get(op, ()) for op, k in reads[v])
     for t in g.initializer:
-        if t.data_type == TensorProto.FLOAT and t.name not in inputs and int(np.prod(t.dims)) >= _HALF_MIN:
-            a = numpy_helper.to_array(t)
-            with np.errstate(over='ignore'): h = a.astype(np.float16)
-            if np.isfinite(h).all() and np.array_equal(h.astype(np.float32), a):
-                keep.append(numpy_helper.from_array(h, f"{t.name}.f16"))
-                casts.append(helper.make_node('Cast', [f"{t.name}.f16"], [t.name], to=TensorProto.FLOAT)); continue
-        keep.append(t)
-    if not casts: return
-    nodes = casts + list(g.node)
-    del g.node[:]; g.node.extend(nodes)
+        if t.data_type != TensorProto.FLOAT or t.name in inputs or int(np.prod(t.dims)) < 2: keep.append(t); continue
+        a = numpy_helper.to_array(t)
+        with np.errstate(over='ignore'): h = a.astype(np.float16)
+        exact = np.isfinite(h).all() and np.array_equal(h.astype(np.float32), a)
+        if split_ok and len(t.dims) == 1 and packable(t.name): packs[np.float16 if exact else np.float32].append((t.name, h if exact else a)); continue
+        ti, tn = _alone(t.name, h if exact else a)
+        keep += [t] if not tn else ti; nodes += tn
+    for pieces in packs.values():
+        if not pieces: continue
+        alone = [_alone(v, a) for v, a in pieces]
+        ai, an = sum((i for i, _ in alone), []), sum((n for _, n in alone), [])
+        pi, pn = _pack(pieces, f"fq_pack{pieces[0][1].dtype.itemsize * 8}") if len(pieces) > 1 else (ai, an)
+        ti, tn = (pi, pn) if _nbytes(pi + pn) < _nbytes(ai + an) else (ai, an)
+        keep += ti; nodes += tn
     del g.initializer[:]; g.initializer.extend(keep)
+    if not nodes: return
+    rest = list(g.node)
+    del g.node[:]; g.node.extend(nodes + rest)
 
 _NAME_CHARS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
 
@@ -415,7 +453,7 @@ def _short_names(proto, keep_node_names=frozenset(), shapes:bool=False) -> dict:
 
 def compact_onnx(proto:onnx.ModelProto, # a model, changed in place
                  keep_node_names=(), # node names to keep (every other node loses its name)
-                 half:bool=False, # also store float32 initializers that float16 holds exactly as float16 behind a `Cast`
+                 half:bool=False, # also store float32 initializers in fewer bytes: float16 where it holds them exactly, and the vectors packed into one tensor of each type (see `_smaller_floats`)
                  shapes:bool=True, # keep the shapes of inner values (`value_info`), renamed: ONNX Runtime's fusions may need them
                 ) -> dict: # the renaming of values
     "Shrink `proto` without changing what it computes: attributes at their defaults dropped, repeated scalars shared, unused initializers dropped, values renamed to a few characters (graph inputs and outputs kept), doc strings dropped."
@@ -426,7 +464,7 @@ def compact_onnx(proto:onnx.ModelProto, # a model, changed in place
     used = {v for n in g.node for v in n.input} | {o.name for o in g.output}
     keep = [t for t in g.initializer if t.name in used]
     del g.initializer[:]; g.initializer.extend(keep)
-    if half: _half_tensors(g)
+    if half: _smaller_floats(proto)
     return _short_names(proto, frozenset(keep_node_names), shapes)
 
 def live_taps(size:int, # the input's length along one spatial dim
@@ -549,6 +587,27 @@ def _weight_dqs(proto, meta):
     by_out = {n.output[0]: n for n in proto.graph.node if n.op_type == 'DequantizeLinear'}
     return {l: by_out[v] for l, v in meta['w'].items()}
 
+def _stored_tensors(proto) -> dict:
+    "`{value: TensorProto}`: the initializers, and the values a `Cast` or `Slice` makes of one (the whole tensor stored) or a `Split` of a packed tensor (its piece, see `_smaller_floats`), as the file stores them."
+    t = {i.name: i for i in proto.graph.initializer}
+    for n in proto.graph.node:   # (graph order: producers first)
+        if n.op_type in ('Cast', 'Slice') and n.input[0] in t: t[n.output[0]] = t[n.input[0]]   # 4-bit weights widened, live taps sliced, packs widened
+        elif n.op_type == 'Split' and len(n.input) > 1 and n.input[0] in t and n.input[1] in t and len(t[n.input[0]].dims) == 1:
+            a, lens = numpy_helper.to_array(t[n.input[0]]), numpy_helper.to_array(t[n.input[1]])
+            t.update({v: numpy_helper.from_array(a[e - k:e], v) for v, e, k in zip(n.output, np.cumsum(lens), lens)})
+    return t
+
+def _constant_graph(proto, values) -> tuple:
+    "`(nodes, initializers)` of `proto` that compute `values` from its initializers (the nodes in graph order)."
+    prod = {o: n for n in proto.graph.node for o in n.output}
+    seen, nodes, todo = set(), set(), list(values)
+    while todo:
+        v = todo.pop()
+        if v in seen: continue
+        seen.add(v)
+        if v in prod: nodes.add(id(prod[v])); todo += list(prod[v].input)
+    return [n for n in proto.graph.node if id(n) in nodes], [t for t in proto.graph.initializer if t.name in seen]
+
 def dequantized_weights(path) -> dict:
     "`{layer: float32 array}`: each quantized weight as ONNX Runtime dequantizes it from the file at `path`, in PyTorch layout."
     proto = onnx.load(str(path))
@@ -558,11 +617,9 @@ def dequantized_weights(path) -> dict:
     prod = {o: n for n in proto.graph.node for o in n.output}
     for n in nodes:   # every integer the file stores, not the live taps a `Slice` passes on (see `drop_dead_taps`)
         if n.input[0] in prod and prod[n.input[0]].op_type == 'Slice': n.input[0] = prod[n.input[0]].input[0]
-    casts = [prod[v] for n in nodes for v in n.input if v in prod]   # a 4-bit weight widened by a `Cast` (see `widened`)
-    names = {v for n in casts + nodes for v in n.input}
-    inits = [t for t in proto.graph.initializer if t.name in names]
+    graph, inits = _constant_graph(proto, [n.output[0] for n in nodes])   # (with the `Cast`s that widen 4-bit weights and the `Split` of packed scales)
     outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes]
-    m = helper.make_model(helper.make_graph(casts + nodes, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
+    m = helper.make_model(helper.make_graph(graph, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
     res = dict(zip((n.output[0] for n in nodes), ort_session(m, optimize=False).run(None, {})))
     return {l: (res[n.output[0]].T if l in meta.get('t', []) else res[n.output[0]]) for l, n in dqs.items()}
 
@@ -591,12 +648,7 @@ def export_report(path, # an ONNX file written by `export_onnx`
     "An `ExportReport` of the file at `path`."
     proto = onnx.load(str(path))
     meta = _meta(proto)
-    inits = {t.name: t for t in proto.graph.initializer}
-    through = {n.output[0]: n.input[0] for n in proto.graph.node if n.op_type in ('Cast', 'Slice')}   # 4-bit weights widened, live taps sliced
-    def stored(v):
-        while v not in inits and v in through: v = through[v]
-        return v
-    inits.update({v: inits[stored(v)] for v in through if stored(v) in inits})
+    inits = _stored_tensors(proto)
     dqs = _weight_dqs(proto, meta)
     layers, dq = [], (dequantized_weights(path) if quantizer is not None else {})
     counts, wb, fwb, seen = Counter(), 0, 0, set()
