@@ -8,7 +8,7 @@ Direction classifier: rendered words padded to 192, half of them turned 180 degr
 Lite0 / ViT: Fashion-MNIST training images for calibration, test images for the top-1 accuracy.
 Per mode: float / plain `quantize_static` (ORT defaults after pre-processing; and restricted to Conv/MatMul/Gemm) /
 fasterquant all weight ops (with their chain nodes, as the library quantizes them by default) / the default of `fasterquant onnx` (coverage 0.9, at most 20% of the weight ops in float,
-verified) per activation calibration method (minmax / entropy / percentile) and, at w4a8, per weight grid (the default's measured choice, ORT's min-max grid, MSE clipping) / per-node / blocks / verified: exact-word accuracy, distance to float (KL of the output
+verified) per activation calibration method (minmax / entropy / percentile) and, at w4a8, per weight grid (the default's measured choice, ORT's min-max grid, MSE clipping, output-aware clipping) / per-node / blocks / verified: exact-word accuracy, distance to float (KL of the output
 probabilities per position, on the test words), share of weight ops on integer weights, file size, times.
 Plus the coverage sweep (distance to float as more goes to float) and the "all Conv kept in float" diagnosis.
 
@@ -22,7 +22,7 @@ import numpy as np, onnx, onnxruntime as ort
 from onnxruntime.quantization import quantize_static, QuantFormat
 from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy, word_accuracy
 from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_onnx, ort_op_types, default_op_types, get_quant_type,
-                                          pick_metric, onnx_criteria, GRID_MARGIN, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
+                                          pick_metric, onnx_criteria, GRID_MARGIN, GRID_LABELS, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
 from fasterquant.onnx.runtime import run_feeds
 from fasterquant.core.metrics import get_metric
@@ -130,18 +130,18 @@ def main():
             rows.append(measure(tmp/'plain.onnx', label, quantize_s=time.perf_counter() - t))
         methods = a.methods if mode != 'w4a8' else ['minmax']
         # where the default picks each node's weight grid ('auto': 4 bits), ORT's min-max grid everywhere is measured first, side by side
-        arms = ([('minmax', 'minmax'), ('minmax', 'mse')] if onnx_criteria('auto', wtq) == 'auto' else []) + [(m, 'auto') for m in reversed(methods)]
+        arms = ([('minmax', 'minmax'), ('minmax', 'mse'), ('minmax', 'output')] if onnx_criteria('auto', wtq) == 'auto' else []) + [(m, 'auto') for m in reversed(methods)]
         for method, crit in arms:  # the default (minmax calibration, 'auto' grids) last: its scorer serves the rows below
-            tag = ('' if method == 'minmax' else f' [{method}]') + {'minmax': " [ORT's min-max weight grid]", 'mse': ' [MSE-clipped weight grid]'}.get(crit, '')
+            tag = ('' if method == 'minmax' else f' [{method}]') + {'minmax': " [ORT's min-max weight grid]", 'mse': ' [MSE-clipped weight grid]', 'output': ' [output-aware weight grid]'}.get(crit, '')
             t = time.perf_counter()
             with _quiet(): sens = OnnxSensitivity(rec, calib, calibrate_method=method, criteria=crit, **kw)
             t_cal = time.perf_counter() - t
             t = time.perf_counter(); sc = sens.score(progress=False); t_score = time.perf_counter() - t
-            print(f"  {method}{tag}: weight grid {'mse' if sens.weight_overrides else 'minmax'} {sens.grid_distances}; metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
+            print(f"  {method}{tag}: weight grid {sens.grid} {sens.grid_distances}; metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
             def ours(label, ex, **extra):
                 t = time.perf_counter(); sens.quantize(tmp/'ours.onnx', ex)
                 return measure(tmp/'ours.onnx', f"{label} ({len(ex)} in float)", quantize_s=time.perf_counter() - t, n_float=len(ex), calibrate=method, grid=crit,
-                               grid_chosen=('mse' if sens.weight_overrides else 'minmax') if crit == 'auto' else crit, grid_distances=sens.grid_distances, **extra)
+                               grid_chosen=sens.grid, grid_distances=sens.grid_distances, **extra)
             rows.append(ours('fasterquant, all weight ops quantized (and their chain nodes)' + tag, []))
             # what `fasterquant onnx` does by default: coverage 0.9, at most 20% of the targets in float, verified before writing
             t = time.perf_counter()
@@ -215,15 +215,14 @@ def findings(res) -> list[str]:
                 f"{x.get('calibrate', 'minmax')}: all weight ops {100 * all_ops(x)['acc']:.1f}%, "
                 f"default {100 * x['acc']:.1f}% ({x['n_float']} in float)" for x in cal))
         ort_grid = next((x for x in rows if x.get('default') and x.get('grid') == 'minmax'), None)
-        mse_grid = next((x for x in rows if x.get('default') and x.get('grid') == 'mse'), None)
         if ort_grid is not None:
             gd = dflt.get('grid_distances') or {}
-            L.append(f"  - weight grids ({mode}): the default's 'auto' took {'MSE clipping' if dflt.get('grid_chosen') == 'mse' else 'ORT min-max'} (it takes clipping only {1 - GRID_MARGIN:.0%} closer; all quantized, on the calibration {w['units']}: "
-                     f"distance {gd.get('mse', float('nan')):.3g} with MSE clipping, {gd.get('minmax', float('nan')):.3g} with min-max): all weight ops {100 * all_ops(dflt)['acc']:.1f}% (distance {all_ops(dflt)['distance']:.3g}), default {100 * dflt['acc']:.1f}% "
-                     f"(distance {dflt['distance']:.3g}); ORT's min-max grid everywhere: all weight ops {100 * all_ops(ort_grid)['acc']:.1f}% "
-                     f"(distance {all_ops(ort_grid)['distance']:.3g}), default {100 * ort_grid['acc']:.1f}% (distance {ort_grid['distance']:.3g})"
-                     + ('' if mse_grid is None else f"; MSE clipping everywhere: all weight ops {100 * all_ops(mse_grid)['acc']:.1f}% (distance {all_ops(mse_grid)['distance']:.3g}), "
-                                                    f"default {100 * mse_grid['acc']:.1f}% (distance {mse_grid['distance']:.3g})") + '.')
+            arm = lambda g: next((x for x in rows if x.get('default') and x.get('grid') == g), None)
+            L.append(f"  - weight grids ({mode}): the default's 'auto' took {GRID_LABELS.get(dflt.get('grid_chosen'), 'ORT min-max')} (a clipping only {1 - GRID_MARGIN:.0%} closer than min-max; all quantized, on the calibration {w['units']}: "
+                     + ', '.join(f"distance {d:.3g} with {GRID_LABELS.get(k, k)}" for k, d in gd.items())
+                     + f"): all weight ops {100 * all_ops(dflt)['acc']:.1f}% (distance {all_ops(dflt)['distance']:.3g}), default {100 * dflt['acc']:.1f}% (distance {dflt['distance']:.3g})"
+                     + ''.join(f"; {GRID_LABELS.get(g, g)} everywhere: all weight ops {100 * all_ops(x)['acc']:.1f}% (distance {all_ops(x)['distance']:.3g}), default {100 * x['acc']:.1f}% (distance {x['distance']:.3g})"
+                               for g in ('minmax', 'mse', 'output') for x in [arm(g)] if x is not None) + '.')
     L.append("- Every fasterquant row is a file prepared inside (`prepare_onnx`: opset upgrade, ORT pre-processing) holding integer weights; "
              "with everything in float the measured curve ends at distance 0 (the float model, bit for bit), and it never increases because it keeps the best pick so far.")
     return L

@@ -35,14 +35,16 @@ class MSE(ScaleMethod):
     "Shrink each row's range by the factor in `[min_ratio, 1]` that minimises `sum|w - dq(q(w))|^p`."
     name = 'mse'
     def __init__(self, n_grid:int=80, min_ratio:float=0.2, p:float=2.0): store_attr()
-    def __call__(self, rows, dtype, symmetric=None):
+    def __call__(self, rows, dtype, symmetric=None,
+                 loss=None): # per-row error of the dequantized rows, `loss(dq) -> [rows]` (default: `sum|rows - dq|^p`; e.g. a layer's output error)
         lo, hi = _row_range(rows)
         best_err = torch.full_like(lo, float('inf'))
         best_s, best_zp = qparams_from_range(lo, hi, dtype, symmetric)
         for a in torch.linspace(1.0, self.min_ratio, self.n_grid).tolist():
             s, zp = qparams_from_range(lo*a, hi*a, dtype, symmetric)
             q = quantize(rows, s[:, None], zp[:, None], dtype.qmin, dtype.qmax)
-            err = (dequantize(q, s[:, None], zp[:, None]) - rows).abs().pow(self.p).sum(1)
+            dq = dequantize(q, s[:, None], zp[:, None])
+            err = (dq - rows).abs().pow(self.p).sum(1) if loss is None else loss(dq)
             better = err < best_err
             best_err = torch.where(better, err, best_err)
             best_s, best_zp = torch.where(better, s, best_s), torch.where(better, zp, best_zp)

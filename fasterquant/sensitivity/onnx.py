@@ -23,17 +23,18 @@ from ..core.metrics import get_metric, metric_name, available_metrics, output_di
 from ..onnx.runtime import run_feeds, ort_session
 from ..onnx.export import drop_dead_taps, compact_onnx
 from ..quantize.dtype import get_dtype
-from ..quantize.criteria import get_scale_method, available_scale_methods
+from ..quantize.criteria import get_scale_method, available_scale_methods, MSE
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'GRID_MARGIN', 'KL_PROB_FLOOR',
-           'SHARED_BYTES', 'onnx_inputs', 'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types',
-           'default_op_types', 'chain_nodes', 'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset',
-           'constants_to_initializers', 'name_nodes', 'prepare_onnx', 'onnx_criteria', 'weight_overrides',
-           'quantized_nodes', 'restore_activations', 'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx',
-           'kl_prob_distance', 'output_kinds', 'pick_metric', 'check_metric', 'downstream_model', 'external_stub',
-           'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes', 'graph_blocks']
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'GRID_MARGIN', 'OUTPUT_GRID',
+           'GRID_LABELS', 'KL_PROB_FLOOR', 'SHARED_BYTES', 'onnx_inputs', 'FeedReader', 'get_quant_type',
+           'get_calibrate_method', 'ort_op_types', 'default_op_types', 'chain_nodes', 'load_for_quantization',
+           'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers', 'name_nodes', 'prepare_onnx',
+           'onnx_criteria', 'layer_inputs', 'output_loss', 'weight_overrides', 'quantized_nodes', 'restore_activations',
+           'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'output_kinds',
+           'pick_metric', 'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity', 'score_onnx',
+           'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -296,24 +297,24 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
     return m
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #80a46b85
-GRID_MARGIN = 0.9  # 'auto' leaves ORT's grid for MSE clipping only when clipping brings the all-quantized model this much closer (10%): nearer than that, it is a toss-up on a few dozen samples
+GRID_MARGIN = 0.9  # 'auto' leaves ORT's grid for a clipping only when it brings the all-quantized model this much closer (10%): nearer than that, it is a toss-up on a few dozen samples
 _WEIGHT_QDTYPES = {QuantType.QInt8: 'int8', QuantType.QUInt8: 'uint8', QuantType.QInt4: 'int4', QuantType.QUInt4: 'uint4'}
 
-def onnx_criteria(criteria='auto', # 'auto', 'minmax' (ONNX Runtime's own grid), a name of `available_scale_methods()`, or a `ScaleMethod`
+def onnx_criteria(criteria='auto', # 'auto', 'minmax' (ONNX Runtime's own grid), 'output' (`OUTPUT_GRID`), a name of `available_scale_methods()`, or a `ScaleMethod`
                   weight_type='int8', # weight integer type
                   reduce_range:bool=False, # ORT's 7-bit weights
                   extra_options:dict=None): # ORT quantizer `extra_options` (a `WeightSymmetric` there must fit the grid)
-    "The weight grid of the ONNX path: `'minmax'` (ONNX Runtime's own), a `ScaleMethod`, or `'auto'`: at 4 bits or fewer, ORT's grid unless the scorer measures MSE clipping clearly closer to float (`GRID_MARGIN`); at 8 bits ORT's."
+    "The weight grid of the ONNX path: `'minmax'` (ONNX Runtime's own), `'output'`, a `ScaleMethod`, or `'auto'`: at 4 bits or fewer, the closest of output-aware and MSE clipping if the scorer measures it clearly closer to float than ORT's grid (`GRID_MARGIN`), else ORT's; at 8 bits ORT's."
     wt = get_quant_type(weight_type)
     sym = (extra_options or {}).get('WeightSymmetric')
     fits = wt in _WEIGHT_QDTYPES and not reduce_range and (sym is None or bool(sym) == get_dtype(_WEIGHT_QDTYPES[wt]).signed)
     if isinstance(criteria, str):
         if criteria == 'auto': return 'auto' if fits and wt in (QuantType.QInt4, QuantType.QUInt4) else 'minmax'
         if criteria == 'minmax': return 'minmax'
-        if criteria not in available_scale_methods():
-            raise ValueError(f"criteria={criteria!r} is not a weight grid of the ONNX path: use 'auto', 'minmax', "
+        if criteria != OUTPUT_GRID and criteria not in available_scale_methods():
+            raise ValueError(f"criteria={criteria!r} is not a weight grid of the ONNX path: use 'auto', 'minmax', {OUTPUT_GRID!r}, "
                              f"{', '.join(repr(m) for m in available_scale_methods() if m != 'minmax')} (learned rounding needs the PyTorch model: `Quantizer`)")
-    m = get_scale_method(criteria)
+    m = criteria if isinstance(criteria, str) and criteria == OUTPUT_GRID else get_scale_method(criteria)
     if wt not in _WEIGHT_QDTYPES: raise ValueError(f"criteria={m} sets 2-8-bit grids, not {wt.name} weights: pass criteria='minmax' (ONNX Runtime's own grid)")
     if reduce_range: raise ValueError(f"reduce_range=True needs ONNX Runtime's 7-bit grid: pass criteria='minmax' (got {m})")
     if not fits: raise ValueError(f"WeightSymmetric={sym} does not fit {wt.name} weights on the {m} grid (symmetric exactly when signed): pass criteria='minmax' or drop WeightSymmetric")
@@ -326,25 +327,78 @@ def _weight_axis(node:onnx.NodeProto, rank:int):
     if node.op_type == 'MatMul': return 1
     if node.op_type == 'Gemm': return 0 if any(a.name == 'transB' and a.i for a in node.attribute) else 1
 
+def layer_inputs(model:onnx.ModelProto, # the (prepared) float model
+                 feeds:list, # calibration feeds (`onnx_inputs`)
+                 values:list, # the values to keep (e.g. the data inputs of the weight ops)
+                 n_samples:int=16) -> dict: # keep the first this many samples
+    "`{value: array}`: `values` as the float model computes them on the first `n_samples` calibration samples (one ONNX Runtime run, with them as extra outputs)."
+    sub, k = [], 0
+    for f in feeds:
+        if k >= n_samples: break
+        sub.append(f); k += len(next(iter(f.values())))
+    given = {i.name for i in model.graph.input}
+    m = onnx.ModelProto(); m.CopyFrom(model)
+    have = {o.name for o in m.graph.output}
+    m.graph.output.extend([onnx.helper.make_empty_tensor_value_info(v) for v in dict.fromkeys(values) if v not in have and v not in given])
+    names = [o.name for o in m.graph.output]
+    outs = run_feeds(m, sub)
+    return {v: np.concatenate([f[v] for f in sub] if v in given else [o[names.index(v)] for o in outs])[:n_samples] for v in dict.fromkeys(values)}
+
+def _attr(n, name, default=None):
+    return next((onnx.helper.get_attribute_value(a) for a in n.attribute if a.name == name), default)
+
+def output_loss(node:onnx.NodeProto, # a Conv (2-d), MatMul or Gemm whose weight is its input 1
+                w:np.ndarray, # that weight, as the model holds it
+                x:np.ndarray, # the node's data input on calibration samples (`layer_inputs`)
+                per_channel:bool=True, # the grid rows are output channels (else the whole tensor is one row)
+                max_rows:int=4096): # MatMul/Gemm: at most this many input rows
+    "`loss(dq_rows) -> [rows]`: the squared error of `node`'s output (bias left out: it cancels) with its weight dequantized from the grid rows of `weight_overrides`, per row; None for another node (its grid then minimises the weight's own error)."
+    x = torch.from_numpy(np.ascontiguousarray(x, np.float32))
+    if node.op_type == 'Conv':
+        if w.ndim != 4 or x.ndim != 4 or _attr(node, 'auto_pad', b'NOTSET') not in (b'NOTSET', 'NOTSET'): return None
+        p = list(_attr(node, 'pads', [0] * 4))
+        x = torch.nn.functional.pad(x, (p[1], p[3], p[0], p[2]))
+        f = lambda wt: torch.nn.functional.conv2d(x, wt.reshape(w.shape), stride=list(_attr(node, 'strides', [1, 1])),
+                                                  dilation=list(_attr(node, 'dilations', [1, 1])), groups=_attr(node, 'group', 1))
+        per_row = (lambda e: e.sum((0, 2, 3))) if per_channel else (lambda e: e.sum().reshape(1))
+    else:
+        if w.ndim != 2 or _attr(node, 'transA', 0) or x.shape[-1] != w.shape[0 if node.op_type == 'MatMul' or not _attr(node, 'transB', 0) else 1]: return None
+        xx = x.reshape(-1, x.shape[-1])[:max_rows]
+        nk = lambda wt: wt.reshape(w.shape) if _attr(node, 'transB', 0) else wt.reshape(w.shape).T   # the weight as [outputs, inputs]
+        f = (lambda wt: xx @ wt.T) if per_channel else (lambda wt: xx @ nk(wt).T)   # (per channel the rows already are [outputs, inputs])
+        per_row = (lambda e: e.sum(0)) if per_channel else (lambda e: e.sum().reshape(1))
+    ref = f(torch.from_numpy(np.ascontiguousarray(np.moveaxis(w, _weight_axis(node, w.ndim), 0).reshape(w.shape[_weight_axis(node, w.ndim)], -1) if per_channel else w.reshape(1, -1))))
+    return lambda dq: per_row((f(dq) - ref).pow(2))
+
+OUTPUT_GRID = 'output'   # the ONNX path's data-aware grid: each weight's clipping chosen by its node's output error on calibration samples
+GRID_LABELS = {'minmax': 'ONNX Runtime min-max', 'mse': 'MSE clipping', OUTPUT_GRID: 'output-aware clipping', 'percentile': 'percentile clipping'}   # for reports
+
 def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
-                     criteria='mse', # scale method: a name of `available_scale_methods()` or a `ScaleMethod`
+                     criteria='mse', # scale method: a name of `available_scale_methods()`, a `ScaleMethod`, or 'output' (`OUTPUT_GRID`: MSE's search on the node's output error; needs `feeds`)
                      weight_type='int8', # weight integer type (2-8 bits)
                      per_channel:bool=True, # a grid per output channel (else one per tensor)
-                     op_types=WEIGHT_OPS) -> dict: # the op types whose weights (input 1) get grids
+                     op_types=WEIGHT_OPS, # the op types whose weights (input 1) get grids
+                     feeds:list=None, # calibration feeds (`onnx_inputs`), for criteria='output'
+                     n_samples:int=16) -> dict: # criteria='output': the calibration samples the outputs are compared on
     "ORT `TensorQuantOverrides` putting each weight of an `op_types` node on the grid `criteria` picks: `{initializer: [{'axis', 'scale', 'zero_point'}, ...]}`."
-    m, dt = get_scale_method(criteria), get_dtype(_WEIGHT_QDTYPES[get_quant_type(weight_type)])
+    out_grid = isinstance(criteria, str) and criteria == OUTPUT_GRID
+    if out_grid and not feeds: raise ValueError("criteria='output' chooses each weight's clipping by its node's output on calibration inputs: pass feeds (`onnx_inputs`)")
+    m, dt = MSE(n_grid=40) if out_grid else get_scale_method(criteria), get_dtype(_WEIGHT_QDTYPES[get_quant_type(weight_type)])
     inits = {t.name: t for t in model.graph.initializer}
     uses = collections.Counter(i for n in model.graph.node for i in n.input)
+    nodes = [n for n in model.graph.node if n.op_type in op_types and len(n.input) > 1 and n.input[1] in inits and uses[n.input[1]] == 1   # a shared weight keeps ORT's grid
+             and inits[n.input[1]].data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) and inits[n.input[1]].dims
+             and (not per_channel or _weight_axis(n, len(inits[n.input[1]].dims)) is not None)]
+    xs = layer_inputs(model, feeds, [n.input[0] for n in nodes], n_samples) if out_grid else {}
     out = {}
-    for n in model.graph.node:
-        if n.op_type not in op_types or len(n.input) < 2 or n.input[1] not in inits or uses[n.input[1]] != 1: continue  # a shared weight keeps ORT's grid
+    for n in nodes:
         t = inits[n.input[1]]
-        if t.data_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) or not t.dims: continue
         w = numpy_helper.to_array(t).astype(np.float32)
         axis = _weight_axis(n, w.ndim) if per_channel else None
-        if per_channel and axis is None: continue
-        rows = np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if per_channel else w.reshape(1, -1)
-        s, zp = m(torch.from_numpy(np.ascontiguousarray(rows)), dt)
+        rows = torch.from_numpy(np.ascontiguousarray(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if per_channel else w.reshape(1, -1)))
+        with torch.no_grad():
+            loss = output_loss(n, w, xs[n.input[0]], per_channel) if out_grid else None
+            s, zp = m(rows, dt) if loss is None else m(rows, dt, loss=loss)
         ps = [dict(scale=np.array(si, np.float32), zero_point=np.array(zi, np.int32)) for si, zi in zip(s.numpy().astype(np.float32), zp.numpy())]
         if per_channel: ps[0]['axis'] = axis
         out[t.name] = ps
@@ -502,7 +556,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   weight_type='int8', # weight integer type
                   activation_type='int8', # activation integer type
                   calibrate_method='minmax', # used when calibrating here
-                  criteria='minmax', # weight grid (`onnx_criteria`): 'minmax' (ORT's own), 'mse', 'percentile' ('auto' is measured: `OnnxSensitivity`)
+                  criteria='minmax', # weight grid (`onnx_criteria`): 'minmax' (ORT's own), 'output' (each weight's clipping by its node's output error on `calib`), 'mse', 'percentile' ('auto' is measured: `OnnxSensitivity`)
                   weight_grids:dict=None, # per-weight grids as `OnnxSensitivity.weight_overrides` holds them (instead of `criteria`)
                   op_types_to_quantize:list=None, # default: `default_op_types()`, the weight ops
                   chains:bool=True, # also quantize the Relu/Clip/pooling/Add/Concat between quantized nodes (`chain_nodes`), so ORT's integer kernels run on
@@ -518,13 +572,15 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     if ranges is None and calib is None: raise ValueError("quantize_onnx needs calibration inputs (`calib`) or precomputed `ranges`")
     wt, at = get_quant_type(weight_type), get_quant_type(activation_type)
     crit = onnx_criteria(criteria, wt, kwargs.get('reduce_range', False), extra_options)
-    if crit == 'auto': raise ValueError("criteria='auto' measures which grid brings the model closer to float: use OnnxSensitivity (or `fasterquant onnx`), or pass criteria='mse' or 'minmax'")
+    if crit == 'auto': raise ValueError("criteria='auto' measures which grid brings the model closer to float: use OnnxSensitivity (or `fasterquant onnx`), or pass criteria='output', 'mse' or 'minmax'")
+    if isinstance(crit, str) and crit == OUTPUT_GRID and weight_grids is None and calib is None: raise ValueError("criteria='output' compares each node's output on calibration inputs: pass calib (or weight_grids)")
     src = prepare_onnx(model, needed_opset(wt, at)) if prepare else _load_model(model)
     _check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
-    if ranges is None: ranges = calibrate_onnx(src, onnx_inputs(calib, src, batch_size), _chain_op_types(op_types, chains), calibrate_method, extra_options)  # our calibration defaults
+    feeds = onnx_inputs(calib, src, batch_size) if calib is not None else None
+    if ranges is None: ranges = calibrate_onnx(src, feeds, _chain_op_types(op_types, chains), calibrate_method, extra_options)  # our calibration defaults
     ort_types, only, quantized = _ort_selection(src, op_types, kwargs.pop('nodes_to_quantize', None), nodes_to_exclude, chains, set(ranges.keys()))
-    grids = weight_grids if weight_grids is not None else {} if crit == 'minmax' else weight_overrides(src, crit, wt, per_channel, op_types)
+    grids = weight_grids if weight_grids is not None else {} if crit == 'minmax' else weight_overrides(src, crit, wt, per_channel, op_types, feeds)
     extra = _with_overrides(extra_options, grids, src)
     with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
         d = Path(d); cache = d/'ranges.json'
@@ -694,9 +750,10 @@ class OnnxSensitivity:
         self.steps = []
         self.model = prepare_onnx(model, needed_opset(self.weight_type, self.activation_type), self.steps)
         self.feeds = onnx_inputs(calib, self.model, batch_size, n_batches)
-        grid = get_scale_method('mse') if self.criteria == 'auto' else self.criteria
-        grids = {} if grid == 'minmax' else weight_overrides(self.model, grid, self.weight_type, per_channel, self.op_types)
-        self.weight_overrides, self.grid_distances = grids, {}   # the grids in use (ORT's own for any weight not here)
+        wo = lambda c: {} if isinstance(c, str) and c == 'minmax' else weight_overrides(self.model, c, self.weight_type, per_channel, self.op_types, self.feeds)
+        cands = {k: wo(k) for k in ('mse', OUTPUT_GRID)} if self.criteria == 'auto' else {}   # 'auto': measured below
+        self.grid = 'minmax' if self.criteria == 'auto' else str(self.criteria)   # the grid in use, by name
+        self.weight_overrides, self.grid_distances = ({} if cands else wo(self.criteria)), {}   # the grids in use (ORT's own for any weight not here)
         self.n_calibrations, self.run_s = 0, 0.   # run_s: seconds the probes spent in ONNX Runtime's forward passes (sessions opened not counted)
         if ranges is None:
             ranges = calibrate_onnx(self.model, self.feeds, _chain_op_types(self.op_types, chains), calibrate_method, self.extra_options, providers)
@@ -711,12 +768,14 @@ class OnnxSensitivity:
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in self.model.graph.node for a in n.attribute):
             self.cut_off = 'the model has control flow (If/Loop/Scan)'
         if self.criteria == 'auto':   # measured, not guessed: each grid's all-quantized model against float on the calibration inputs
-            for name, g in (('minmax', {}), ('mse', grids)):
+            for name, g in (('minmax', {}), *cands.items()):
                 self.weight_overrides = g
                 try: self.grid_distances[name] = self.distance()
-                except Exception: self.grid_distances[name] = math.nan   # ORT could not build or run that model: the other grid, or ORT's if neither
-            d_ort, d_mse = self.grid_distances['minmax'], self.grid_distances['mse']
-            self.weight_overrides = grids if math.isfinite(d_mse) and not d_mse >= GRID_MARGIN * d_ort else {}
+                except Exception: self.grid_distances[name] = math.nan   # ORT could not build or run that model: another grid, or ORT's if none
+            d_ort = self.grid_distances['minmax']
+            best = min((k for k in cands if math.isfinite(self.grid_distances[k])), key=self.grid_distances.get, default=None)
+            self.grid = best if best is not None and not self.grid_distances[best] >= GRID_MARGIN * d_ort else 'minmax'
+            self.weight_overrides = cands.get(self.grid, {})
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
