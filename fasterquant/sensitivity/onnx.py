@@ -344,6 +344,10 @@ def layer_inputs(model:onnx.ModelProto, # the (prepared) float model
     outs = run_feeds(m, sub)
     return {v: np.concatenate([f[v] for f in sub] if v in given else [o[names.index(v)] for o in outs])[:n_samples] for v in dict.fromkeys(values)}
 
+def _grid_rows(w:np.ndarray, axis) -> np.ndarray:
+    "`w` as the rows `weight_overrides` fits a grid to: one per output channel along `axis`, or the whole tensor as one row (`axis=None`)."
+    return np.ascontiguousarray(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if axis is not None else w.reshape(1, -1))
+
 def _attr(n, name, default=None):
     return next((onnx.helper.get_attribute_value(a) for a in n.attribute if a.name == name), default)
 
@@ -367,7 +371,7 @@ def output_loss(node:onnx.NodeProto, # a Conv (2-d), MatMul or Gemm whose weight
         nk = lambda wt: wt.reshape(w.shape) if _attr(node, 'transB', 0) else wt.reshape(w.shape).T   # the weight as [outputs, inputs]
         f = (lambda wt: xx @ wt.T) if per_channel else (lambda wt: xx @ nk(wt).T)   # (per channel the rows already are [outputs, inputs])
         per_row = (lambda e: e.sum(0)) if per_channel else (lambda e: e.sum().reshape(1))
-    ref = f(torch.from_numpy(np.ascontiguousarray(np.moveaxis(w, _weight_axis(node, w.ndim), 0).reshape(w.shape[_weight_axis(node, w.ndim)], -1) if per_channel else w.reshape(1, -1))))
+    ref = f(torch.from_numpy(_grid_rows(w, _weight_axis(node, w.ndim) if per_channel else None)))
     return lambda dq: per_row((f(dq) - ref).pow(2))
 
 OUTPUT_GRID = 'output'   # the ONNX path's data-aware grid: each weight's clipping chosen by its node's output error on calibration samples
@@ -395,7 +399,7 @@ def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
         t = inits[n.input[1]]
         w = numpy_helper.to_array(t).astype(np.float32)
         axis = _weight_axis(n, w.ndim) if per_channel else None
-        rows = torch.from_numpy(np.ascontiguousarray(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if per_channel else w.reshape(1, -1)))
+        rows = torch.from_numpy(_grid_rows(w, axis))
         with torch.no_grad():
             loss = output_loss(n, w, xs[n.input[0]], per_channel) if out_grid else None
             s, zp = m(rows, dt) if loss is None else m(rows, dt, loss=loss)
