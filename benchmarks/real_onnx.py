@@ -48,19 +48,25 @@ def joint_counts(*right) -> list[int]:
     idx = sum(np.asarray(r, int) << (len(right) - 1 - k) for k, r in enumerate(right))
     return np.bincount(idx, minlength=2 ** len(right)).tolist()
 
+def _right(counts:list, f:int) -> np.ndarray:
+    "Per pattern of `joint_counts`, whether file f (0-based) was right in it."
+    k = len(counts).bit_length() - 1
+    return np.array([(i >> (k - 1 - f)) & 1 for i in range(len(counts))], float)
+
+def _mean_se(counts:list, u:np.ndarray):
+    "Mean of the per-input value u (given per pattern) over the inputs `counts` holds, and its standard error."
+    w, n = np.array(counts, float), sum(counts); m = (w * u).sum() / n
+    return m, (((w * (u - m) ** 2).sum() / (n - 1)) / n) ** .5
+
 def paired(counts:list, a:int, b:int):
     "From `joint_counts` over n files: accuracy of file b minus file a (0-based) and its paired standard error (the same inputs, so only the inputs they disagree on count)."
-    k = len(counts).bit_length() - 1; n = sum(counts)
-    d = np.array([((i >> (k - 1 - b)) & 1) - ((i >> (k - 1 - a)) & 1) for i in range(len(counts))], float)
-    w = np.array(counts, float); m = (w * d).sum() / n
-    return m, (((w * (d - m) ** 2).sum() / (n - 1)) / n) ** .5
+    return _mean_se(counts, _right(counts, b) - _right(counts, a))
 
 def recovered(counts:list):
     "From `joint_counts` over (float, quantize_static, ours): the share of quantize_static's drop ours recovers, and its standard error (delta method on the paired differences)."
-    n = sum(counts); t = np.array([(i >> 0) & 1 for i in range(8)], float); q = np.array([(i >> 1) & 1 for i in range(8)], float); f = np.array([(i >> 2) & 1 for i in range(8)], float)
-    w = np.array(counts, float); num, den = (w * (t - q)).sum() / n, (w * (f - q)).sum() / n
-    r = num / den; u = (t - q) - r * (f - q); mu = (w * u).sum() / n
-    return r, (((w * (u - mu) ** 2).sum() / (n - 1)) / n) ** .5 / abs(den)
+    f, q, t = (_right(counts, i) for i in range(3))
+    den = _mean_se(counts, f - q)[0]; r = _mean_se(counts, t - q)[0] / den
+    return r, _mean_se(counts, (t - q) - r * (f - q))[1] / abs(den)
 
 class Task:
     "A real model to benchmark: its float ONNX as shipped, calibration and test feeds, and `correct(outputs)`: per test input, whether the task's answer is right."
@@ -71,7 +77,7 @@ def ocr_task(a, tmp) -> Task:
     words = random_words(a.n_calib + a.n_test, seed=0)
     x = render_words(words); xc, xt, wt = x[:a.n_calib], x[a.n_calib:], words[a.n_calib:]
     return Task('ocr', 'PP-OCRv6_rec_small.onnx (rapidocr 3.10.0)', rec, [{'x': xc[i:i+8]} for i in range(0, a.n_calib, 8)],
-                [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)], lambda p: np.array([a == b for a, b in zip(ctc_greedy(p, charset), wt)]),
+                [{'x': xt[i:i+25]} for i in range(0, a.n_test, 25)], lambda p: np.array([got == want for got, want in zip(ctc_greedy(p, charset), wt)]),
                 OCR_WHAT)
 
 def cls_task(a, tmp) -> Task:
@@ -127,13 +133,13 @@ def main():
     ref = np.concatenate([o[0] for o in reference])
     metric, metric_why = pick_metric(prep, reference); dist = get_metric(metric)
     right = {}   # per-sample correctness of the float model and the mode's plain quantize_static files: every row is compared with them pair by pair
-    def measure(path, name, **extra):
+    def measure(path, name, keep=None, **extra):
         p = np.concatenate([o[0] for o in run_feeds(path, test)])
         c = np.asarray(task.correct(p), bool)
         r = dict(name=name, acc=float(c.mean()), distance=dist(ref, p), int_weights=int_weight_share(path, prep), mb=Path(path).stat().st_size / 1e6,
                  joint=joint_counts(*[right[k] for k in ('float', 'qs_all') if k in right], c),
                  vs_qs_conv=joint_counts(right['qs_conv'], c) if 'qs_conv' in right else None, **extra)
-        if name == 'float' or name.startswith('plain quantize_static'): right[{'float': 'float'}.get(name, 'qs_all' if '(all' in name else 'qs_conv')] = c
+        if keep: right[keep] = c   # 'float', 'qs_all', 'qs_conv': the files every later row is compared with
         print(f"  {name:55s} acc {r['acc']:.1%}  dist {r['distance']:.4g}  int-w {r['int_weights']:.0%}  {r['mb']:.2f} MB", flush=True)
         return r
     res = dict(key=task.key, model=task.title, what=task.what, distance_metric=f"{metric} ({metric_why})", opset=next(o.version for o in onnx.load(str(rec), load_external_data=False).opset_import if o.domain in ('', 'ai.onnx')),
@@ -141,17 +147,17 @@ def main():
                n_nodes=len(prep.graph.node), machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", modes={})
     print(f"prepared in {t_prep:.1f}s: {steps}")
     onnx.save(prep, str(tmp/'prep.onnx'))
-    float_row = measure(rec, 'float')
+    float_row = measure(rec, 'float', keep='float')
     for mode in a.modes:
         kw = MODES[mode]; print(mode, flush=True)
         right.pop('qs_all', None); right.pop('qs_conv', None)
         rows, wtq, atq = [float_row], get_quant_type(kw['weight_type']), get_quant_type(kw['activation_type'])
-        for label, ops in (('plain quantize_static (all op types)', None), ('plain quantize_static (Conv/MatMul/Gemm)', list(WEIGHT_OPS))):
+        for label, ops, keep in (('plain quantize_static (all op types)', None, 'qs_all'), ('plain quantize_static (Conv/MatMul/Gemm)', list(WEIGHT_OPS), 'qs_conv')):
             t = time.perf_counter()
             with _in_dir(tmp), _quiet():
                 quantize_static(tmp/'prep.onnx', tmp/'plain.onnx', FeedReader(calib), quant_format=QuantFormat.QDQ, per_channel=kw['per_channel'],
                                 weight_type=wtq, activation_type=atq, op_types_to_quantize=ops)
-            rows.append(measure(tmp/'plain.onnx', label, quantize_s=time.perf_counter() - t))
+            rows.append(measure(tmp/'plain.onnx', label, keep=keep, quantize_s=time.perf_counter() - t))
         methods = a.methods if mode != 'w4a8' else ['minmax']
         # where the default picks each node's weight grid ('auto': 4 bits), ORT's min-max grid everywhere is measured first, side by side
         arms = ([('minmax', 'minmax'), ('minmax', 'mse'), ('minmax', 'output')] if onnx_criteria('auto', wtq) == 'auto' else []) + [(m, 'auto') for m in reversed(methods)]
