@@ -16,8 +16,9 @@ files the notebook refers to, so an unchanged notebook is not run again (`--no-c
 automatic `show_doc` cells come in source order, never repeat an explicit one, and a class's entry comes before its
 methods'. (2) each processed notebook becomes a Markdown page (`#| echo: false` hides code, markdown output is
 inlined, images are written next to the page, progress bars are dropped, backticked API names are linked to their
-entry). (3) the navigation is generated from the folder structure of `nbs/`, so new or renamed notebooks appear
-without editing any config. (4) `mkdocs build --strict` with Material renders `site/`.
+entry; the page of an `all` module (`#| default_exp all`, `core.all`, ...) ends with the table of the names it
+exports, read from the sources, each linked to its entry). (3) the navigation is generated from the folder structure
+of `nbs/`, so new or renamed notebooks appear without editing any config. (4) `mkdocs build --strict` with Material renders `site/`.
 All outputs (`_proc/`, `_docs/`, `site/`, `.cache/`) are git-ignored.
 """
 from __future__ import annotations
@@ -533,7 +534,7 @@ class Page:
     def __init__(self, nb_path:Path, rel_md:Path):
         self.nb_path, self.rel_md = nb_path, rel_md
         self.nb = json.loads(nb_path.read_text(encoding='utf-8'))
-        self.title, self.description, self.anchors, self.n_img = None, None, [], 0
+        self.title, self.description, self.anchors, self.n_img, self.module = None, None, [], 0, None
         self.blocks = []   # dicts: kind ('md' gets API links, 'sd' is a show_doc entry, 'raw' is verbatim), text, name, cell, wrap
         self.dropped, self.truncated = [], []
 
@@ -712,6 +713,86 @@ def md_name(nb:Path) -> str:
     "`00_grid.ipynb` -> `grid.md` (the number only orders the navigation), as nbdev names its pages."
     return re.sub(r'^\d+[a-z]?_', '', nb.stem) + '.md'
 
+def default_exp(nb:Path) -> str|None:
+    "The module a source notebook exports (its `#| default_exp`, e.g. `core.all`), or None."
+    try: cells = json.loads(nb.read_text(encoding='utf-8')).get('cells', [])
+    except (OSError, ValueError): return None
+    for c in cells:
+        if c.get('cell_type') != 'code': continue
+        for l in _src(c.get('source')).splitlines():
+            m = _DIRECTIVE.match(l)
+            if m is None: break
+            if m.group(1).lower() == 'default_exp' and m.group(2): return m.group(2).strip()
+    return None
+
+def is_all_module(mod:str|None) -> bool:
+    "Whether `mod` (a `default_exp` value) is an `all` module, one that only gathers other modules' names."
+    return mod is not None and (mod == 'all' or mod.endswith('.all'))
+
+def module_file(mod:str) -> Path|None:
+    "The source file of module `mod` of the library (`core.all` or `fasterquant.core.all`), or None."
+    lib = _settings().get('lib_name', 'fasterquant')
+    rel = mod[len(lib) + 1:] if mod.startswith(lib + '.') else '' if mod == lib else mod
+    base = ROOT/_settings().get('lib_path', lib)/rel.replace('.', '/') if rel else ROOT/_settings().get('lib_path', lib)
+    for f in ((base.with_suffix('.py'),) if rel else ()) + (base/'__init__.py',):
+        if f.exists(): return f
+    return None
+
+def star_imports(mod:str) -> list:
+    "The modules `mod` star-imports (`from .core.utils import *`), as full names, in source order."
+    f = module_file(mod)
+    if f is None: return []
+    lib = _settings().get('lib_name', 'fasterquant')
+    full = mod if mod == lib or mod.startswith(lib + '.') else f"{lib}.{mod}"
+    pkg = full.split('.') if f.name == '__init__.py' else full.split('.')[:-1]
+    res = []
+    for n in ast.parse(f.read_text(encoding='utf-8')).body:
+        if isinstance(n, ast.ImportFrom) and any(a.name == '*' for a in n.names):
+            base = pkg[:len(pkg) - n.level + 1] if n.level else []
+            res.append('.'.join(base + ([n.module] if n.module else [])))
+    return res
+
+def exported_names(mod:str, _seen:frozenset=frozenset()) -> list:
+    """The names `from mod import *` gives, read from the sources (nothing is imported): the module's `__all__` when it
+    is a literal list (what `nbdev_export` writes), else, for an `__all__` gathered from other modules as the `all`
+    modules gather it, the names of the modules it star-imports, in order."""
+    f = module_file(mod)
+    if f is None or mod in _seen: return []
+    tree = ast.parse(f.read_text(encoding='utf-8'))
+    literal, public = None, []
+    for n in tree.body:
+        tgt = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == '__all__' for t in tgt):
+            try: literal = [str(x) for x in ast.literal_eval(n.value)]
+            except (ValueError, TypeError, SyntaxError): literal = None
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not n.name.startswith('_'): public.append(n.name)
+    if literal is not None: return literal
+    res = []
+    for m in star_imports(mod):
+        res += [x for x in exported_names(m, _seen | {mod}) if x not in res]
+    return res or public
+
+def exports_markdown(mod:str, page:Path, pages_of:dict) -> str:
+    """The table of the names `from <lib>.<mod> import *` gives: one row per module they come from (an `all` module
+    it star-imports stands for its own modules), linked to that module's page (`pages_of`: module -> page), with the
+    module's names in backticks (linked to their entries by `linkify`)."""
+    lib = _settings().get('lib_name', 'fasterquant')
+    full = mod if mod.startswith(lib + '.') else f"{lib}.{mod}"
+    def leaves(m, seen=frozenset()):
+        for x in star_imports(m):
+            if x in seen: continue
+            if star_imports(x) and is_all_module(x): yield from leaves(x, seen | {m})
+            else: yield x
+    rows, total = [], []
+    for m in dict.fromkeys(leaves(full)):
+        names = [n for n in exported_names(m) if n not in total]
+        total += [n for n in names if n not in total]
+        tgt = pages_of.get(m)
+        where = f"[`{m}`]({os.path.relpath(tgt, page.parent).replace(os.sep, '/')})" if tgt is not None else f"`{m}`"
+        rows.append(f"| {where} | {', '.join(f'`{n}`' for n in names) or '(none)'} |")
+    head = f"## Exported names\n\n`from {full} import *` gives these {len(total)} names, from {len(rows)} module(s):\n\n"
+    return head + '| Module | Names |\n|---|---|\n' + '\n'.join(rows)
+
 def find_notebooks(root:Path) -> list:
     "Processed notebooks, skipping `_private`/hidden files and folders."
     return sorted(p for p in root.rglob('*.ipynb') if not any(s.startswith(('_', '.')) for s in p.relative_to(root).parts))
@@ -720,11 +801,16 @@ def convert_all(proc:Path=PROC, out:Path=MD, quiet:bool=False) -> list:
     "Convert every processed notebook into `out`; return the pages."
     if out.exists(): shutil.rmtree(out)
     out.mkdir(parents=True)
-    pages = []
+    pages, nbs = [], ROOT/_settings().get('nbs_path', 'nbs')
+    lib = _settings().get('lib_name', 'fasterquant')
     for nb in find_notebooks(proc):
         rel = nb.relative_to(proc)
         rel_md = Path('index.md') if rel == Path('index.ipynb') else rel.parent/md_name(nb)
         pg = Page(nb, rel_md); pg.convert(out); pages.append(pg)
+        pg.module = default_exp(nbs/rel)
+    pages_of = {f"{lib}.{pg.module}" if pg.module != '__init__' else lib: pg.rel_md for pg in pages if pg.module}
+    for pg in pages:
+        if is_all_module(pg.module): pg.blocks.append(dict(kind='md', text=exports_markdown(pg.module, pg.rel_md, pages_of), cell=None, wrap='fq-exports'))
     api = {}
     for pg in pages:
         for name in pg.anchors: api.setdefault(name, (pg.rel_md, _anchor(name)))

@@ -4,13 +4,16 @@
     python docs/check_site.py              # build, then check
     python docs/check_site.py --no-build   # check the existing site/
 
-Checks: (1) every notebook of nbs/ has a page, linked from the navigation; (2) every public function and class
-(in its module's `__all__`, defined there per `_modidx.py`) has a `show_doc` entry; (3) the site was built with the
-notebooks run, and every cell that prints or displays something (a top-level `print`/`display`, or a last line
-that is a bare expression) shows an output on its page; (4) API entries show a clean signature (no `# docment`
-comments in the code block) and, when the source documents parameters with comments, a Type | Default | Details
-table; (5) no Markdown link syntax (``[`Context`](quantizer.md#context)``) inside code; (6) no entry twice on a
-page; (7) a class's entry comes before its methods'; (8) local links and their #anchors resolve.
+Checks: (1) every notebook of nbs/ has a page, linked from the navigation, and the page of an `all` module
+(`#| default_exp core.all`, ...) lists every name that module exports (its `__all__`, imported); (2) every public
+function and class (in its module's `__all__`, defined there per `_modidx.py`) has a `show_doc` entry; (3) the site
+was built with the notebooks run, every page but an `all` module's shows at least one output, and every cell that
+prints or displays something (a top-level `print`/`display`, or a last line that is a bare expression) shows an
+output on its page; (4) API entries show a clean signature (no `# docment` comments in the code block) and, when
+the source documents parameters with comments, a Type | Default | Details table; (5) no Markdown link syntax
+(``[`Context`](quantizer.md#context)``) inside code; (6) no entry twice on a page; (7) a class's entry comes before
+its methods'; (8) local links and their #anchors resolve; (9) at least `MIN_PICTURE_PAGES` (10) pages show a
+picture: an image (a plot) among a cell's outputs, an <img> inside an `fq-output` block.
 """
 from __future__ import annotations
 import argparse, ast, importlib.util, io, json, re, sys, tokenize
@@ -20,6 +23,7 @@ from urllib.parse import urldefrag, unquote
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT/'site'
+MIN_PICTURE_PAGES = 10   # check (9): pages with at least one plot or image output
 sys.path.insert(0, str(ROOT/'docs'))
 import build  # noqa: E402  (docs/build.py)
 
@@ -32,6 +36,8 @@ class _Page(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.hrefs, self.ids, self.nav, self.entries, self.out_cells, self.raw_links = [], set(), [], [], set(), []
         self.n_outputs = 0
+        self.n_pictures = 0         # <img> inside an output block
+        self.exports = []           # code texts of the exported-names table of an `all` page (div.fq-exports)
         self._nav = 0
         self._stack = []            # open tags: (tag, attrs)
         self._head = None           # the API heading being read
@@ -41,11 +47,13 @@ class _Page(HTMLParser):
         self._params = 0            # depth inside div.fq-params
         self._th = None
     def _cls(self, a): return (a.get('class') or '').split()
+    def _inside(self, cls): return any(t == 'div' and cls in self._cls(a) for t, a in self._stack)
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag not in ('br', 'img', 'hr', 'input', 'meta', 'link'): self._stack.append((tag, a))
         if 'id' in a: self.ids.add(a['id'])
         cls = self._cls(a)
+        if tag == 'img' and self._inside('fq-output'): self.n_pictures += 1
         if tag == 'nav' and 'md-nav--primary' in cls: self._nav = 1
         elif tag == 'nav' and self._nav: self._nav += 1
         if tag == 'a' and a.get('href'):
@@ -81,6 +89,7 @@ class _Page(HTMLParser):
             txt = self._code.pop()
             if self._code: self._code[-1] += txt
             elif _RAW_LINK.search(txt): self.raw_links.append(_RAW_LINK.search(txt).group(0))
+            if tag == 'code' and self._inside('fq-exports'): self.exports.append(txt.strip())
         if tag == 'pre' and self._pre is not None:
             e = self.entries[-1] if self.entries else None
             if e is not None and e.get('open', True) and e['sig'] is None: e['sig'], e['comment'] = self._pre
@@ -180,11 +189,22 @@ def check(site:Path=SITE) -> list:
     def page_of(nb): 
         rel = nb.relative_to(nbs)
         return 'index.html' if rel == Path('index.ipynb') else (rel.parent/build.md_name(nb)).with_suffix('.html').as_posix()
-    # 1. every notebook has a page, linked from the navigation
+    lib = build._settings().get('lib_name', 'fasterquant')
+    if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))   # to import the `all` modules
+    def all_page(nb): return build.is_all_module(build.default_exp(nb))
+    # 1. every notebook has a page, linked from the navigation; an `all` module's page lists the names it exports
     for nb in build.source_notebooks(nbs):
         html = page_of(nb)
         if html not in pages: errs.append(f"nbs/{nb.relative_to(nbs)}: no page {html} in the site"); continue
         if html != 'index.html' and html not in nav: errs.append(f"nbs/{nb.relative_to(nbs)}: page {html} is not in the navigation")
+        if all_page(nb):
+            mod = f"{lib}.{build.default_exp(nb)}"
+            try: want = list(importlib.import_module(mod).__all__)
+            except Exception as e: errs.append(f"nbs/{nb.relative_to(nbs)}: cannot import {mod} to read its __all__: {type(e).__name__}: {e}"); continue
+            shown = set(pages[html].exports)
+            miss = [n for n in want if n not in shown]
+            if not shown: errs.append(f"nbs/{nb.relative_to(nbs)}: page {html} does not list the {len(want)} names {mod} exports (the exported-names table of docs/build.py)")
+            elif miss: errs.append(f"nbs/{nb.relative_to(nbs)}: page {html} does not list {len(miss)} of the names {mod} exports: {', '.join(miss[:10])}{' ...' if len(miss) > 10 else ''}")
     # 2. every public function/class has a show_doc entry
     where = {}
     for name, pg in pages.items():
@@ -194,7 +214,8 @@ def check(site:Path=SITE) -> list:
         docm[mod] = _docmented(_module_file(mod))
         for n, doc in names.items():
             if n not in where: errs.append(f"{mod}.{n}: no show_doc entry in the site (expected on {urldefrag(doc)[0] or 'its notebook page'})")
-    # 3. the notebooks ran, and cells that print or display show an output
+    # 3. the notebooks ran; every page but an `all` module's shows an output; cells that print or display show one
+    # 9. enough pages show a picture
     if info.get('execute') is False: errs.append("the site was built with --no-execute: build it with `python docs/build.py` to check the outputs")
     else:
         for nb in build.source_notebooks(nbs):
@@ -203,8 +224,12 @@ def check(site:Path=SITE) -> list:
             want = cells_with_output(nb)
             miss = [(i, l) for i, l in want if i not in pg.out_cells]
             if want and not pg.n_outputs: errs.append(f"nbs/{nb.relative_to(nbs)}: its page {page_of(nb)} shows no output at all, though {len(want)} cell(s) print or display")
+            elif not pg.n_outputs and not all_page(nb): errs.append(f"nbs/{nb.relative_to(nbs)}: its page {page_of(nb)} shows no output at all: show what it documents (a cell ending with a bare expression, a print or a plot, after each show_doc)")
             else:
                 for i, l in miss: errs.append(f"nbs/{nb.relative_to(nbs)}: cell {i} (`{l.strip()[:60]}`) prints or displays, but {page_of(nb)} shows no output for it")
+        pics = sorted(name for name, pg in pages.items() if pg.n_pictures)
+        if len(pics) < MIN_PICTURE_PAGES:
+            errs.append(f"only {len(pics)} page(s) show a picture (a plot or image among a cell's outputs), at least {MIN_PICTURE_PAGES} should: {', '.join(pics) or 'none'}")
     lookup = {n: mod for mod, ns in public_symbols().items() for n in ns}
     for name, pg in pages.items():
         names = [e['name'] for e in pg.entries]

@@ -115,7 +115,7 @@ def _quiet_ort():
             yield
     finally: root.setLevel(level)
 
-def _progress(args) -> bool: return not args.quiet and sys.stdout.isatty()
+def _progress(args) -> bool: return not args.quiet   # a bar on a terminal, log lines in a log (`progress_mode`), nothing with -q
 
 MODES = {'int8': ('int8', 'int8'), 'u8s8': ('int8', 'uint8'), 'w4a8': ('int4', 'int8')}
 

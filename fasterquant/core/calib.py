@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/02_calib.ipynb #8af286b0
 from __future__ import annotations
-import inspect, itertools, math
+import inspect, itertools, math, contextlib
 from collections.abc import Mapping
 import torch
 from torch import nn, Tensor
@@ -12,7 +12,8 @@ from fastcore.basics import store_attr
 from .utils import to_device, batch_size
 
 # %% auto #0
-__all__ = ['CALIB_HELP', 'forward_inputs', 'batch_inputs', 'Calib', 'calib_batches']
+__all__ = ['CALIB_HELP', 'forward_inputs', 'batch_inputs', 'Calib', 'forward_names', 'token_mask', 'token_scope', 'token_rows',
+           'calib_batches']
 
 # %% ../../nbs/core/02_calib.ipynb #f17c65d0
 def forward_inputs(model:nn.Module) -> int|None:
@@ -51,19 +52,28 @@ def _cut(inp, k):
     return inp
 
 class Calib:
-    "Calibration data normalised once: the model inputs of each batch (tensor, tuple or dict) and the number of inputs."
+    "Calibration data normalised once: the model inputs of each batch (tensor, tuple or dict), the number of inputs, and where the token mask is."
     def __init__(self,
                  inputs:list, # one set of model inputs per batch
-                 n_inp:int=1): # number of positional model inputs per batch
+                 n_inp:int=1, # number of positional model inputs per batch
+                 token_key='auto', # which input masks the tokens that count (see `token_mask`): 'auto', a name, a callable, or None
+                 names:list=None): # the model's positional argument names (to find the mask in a tuple batch)
         store_attr()
         if not self.inputs: raise ValueError(f"The calibration data is empty: {CALIB_HELP}")
+    def _like(self, inputs): return Calib(inputs, self.n_inp, self.token_key, self.names)
     def __len__(self): return len(self.inputs)
     def __iter__(self): return iter(self.inputs)
-    def __getitem__(self, i): return Calib(self.inputs[i], self.n_inp) if isinstance(i, slice) else self.inputs[i]
+    def __getitem__(self, i): return self._like(self.inputs[i]) if isinstance(i, slice) else self.inputs[i]
     def __repr__(self): return f"Calib({len(self)} batches, {self.n_samples} samples, n_inp={self.n_inp})"
     @property
     def n_samples(self) -> int: return sum(batch_size(b) for b in self.inputs)
-    def to(self, device): return Calib([to_device(b, device) for b in self.inputs], self.n_inp)
+    def to(self, device): return self._like([to_device(b, device) for b in self.inputs])
+    def token_masks(self) -> list:
+        "Per batch, its `token_mask` (a `[batch, tokens]` bool tensor, True at the tokens that count) or None."
+        return [token_mask(b, self.token_key, self.names) for b in self.inputs]
+    def with_token_key(self, key):
+        "The same batches with the token mask read from `key` (see `token_mask`)."
+        c = self._like(self.inputs); c.token_key = key; c.token_masks(); return c
     def limit(self, n_samples:int=None):
         "The first batches holding at most `n_samples` samples (the last one cut); all of them for `None`."
         if n_samples is None: return self
@@ -73,7 +83,7 @@ class Calib:
             k = batch_size(b)
             if n + k > n_samples: b, k = _cut(b, n_samples - n), n_samples - n
             out.append(b); n += k
-        return Calib(out, self.n_inp)
+        return self._like(out)
     def check_finite(self):
         "Raise a `ValueError` naming the first batch that holds NaN or Inf."
         for i, b in enumerate(self.inputs):
@@ -81,6 +91,51 @@ class Calib:
                 if t.is_floating_point() and not bool(torch.isfinite(t).all()):
                     raise ValueError(f"calibration batch {i} holds NaN or Inf values: clean or drop those samples first")
         return self
+
+# %% ../../nbs/core/02_calib.ipynb #f515db93
+def forward_names(model:nn.Module) -> list:
+    "The names of `model.forward`'s positional parameters, in order ([] when it cannot be inspected)."
+    try: ps = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError): return []
+    return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+def token_mask(inp, # one batch's model inputs: a tensor, a tuple or a dict
+               key='auto', # 'auto' (an input named `attention_mask`, if any), an input's name, a callable `inp -> mask`, or None (no mask)
+               names:list=None): # the model's positional argument names, to find `key` in a tuple batch
+    "The `[batch, tokens]` bool mask of the positions that count in one batch (True: a real token, False: padding), or None."
+    if key is None: return None
+    if callable(key): m, what = key(inp), 'token_mask(...)'
+    else:
+        k, what = ('attention_mask' if key == 'auto' else key), f"input {key!r}"
+        if isinstance(inp, Mapping): m = inp.get(k)
+        elif isinstance(inp, (tuple, list)) and names and k in names and names.index(k) < len(inp): m = inp[names.index(k)]
+        else: m = None
+        if m is None and key != 'auto':
+            raise ValueError(f"token_mask={key!r}: the calibration batches have no input named {key!r}; pass a dict key or a forward "
+                             "argument name, a callable batch -> [batch, tokens] mask, or None")
+    if m is None: return None
+    if not (isinstance(m, Tensor) and m.dim() == 2):
+        if key == 'auto': return None   # an `attention_mask` of another layout (additive, 4-d): not a token mask
+        raise ValueError(f"token_mask: {what} must be a [batch, tokens] tensor of 0/1 or bool, got "
+                         f"{tuple(m.shape) if isinstance(m, Tensor) else type(m).__name__}")
+    return m.bool() if m.dtype != torch.bool else m
+
+_TOKENS = [None]   # the mask of the batch running now (`token_scope`)
+
+@contextlib.contextmanager
+def token_scope(mask:Tensor=None): # the `[batch, tokens]` mask of the batch about to run, or None
+    "Within the block, `token_rows` keeps only the tokens `mask` marks (activation observers read it)."
+    old, _TOKENS[0] = _TOKENS[0], mask
+    try: yield mask
+    finally: _TOKENS[0] = old
+
+def token_rows(t:Tensor, # an activation, `[batch, tokens, ...]` for a token model
+               mask:Tensor=None) -> Tensor: # `[batch, tokens]` bool; default: the one of `token_scope`
+    "The rows of `t` at the tokens that count, `[n, ...]`, where `t` is laid out `[batch, tokens, ...]` like the mask; `t` itself otherwise."
+    mask = _TOKENS[0] if mask is None else mask
+    if mask is None or t.dim() < 3 or tuple(t.shape[:2]) != tuple(mask.shape): return t
+    return t[mask.to(t.device)]
+
 
 # %% ../../nbs/core/02_calib.ipynb #9d8f4a46
 def _check_keys(model, calib):
@@ -101,10 +156,13 @@ def _positive_or_none(v, name):
 def calib_batches(calib, # fastai `DataLoaders`/`DataLoader`, torch `DataLoader`, a tensor, a list of batches, or a `Calib`
                   n_batches:int=None, # keep at most this many batches
                   model:nn.Module=None, # the model the inputs are for: its `forward` says how many inputs a tuple holds
-                  n_inp:int=None) -> Calib: # or say it directly (default: the loader's `n_inp`, else from `model`, else 1)
+                  n_inp:int=None, # or say it directly (default: the loader's `n_inp`, else from `model`, else 1)
+                  token_mask='auto') -> Calib: # which input masks the tokens that count (`token_mask`); a `Calib` keeps its own unless this is not 'auto'
     "Normalise `calib` into a `Calib` once (a `Calib` passes through); a clear `ValueError` when there is nothing to calibrate on."
     _positive_or_none(n_batches, 'n_batches'); _positive_or_none(n_inp, 'n_inp')
-    if isinstance(calib, Calib): return calib if n_batches is None else calib[:n_batches]
+    if isinstance(calib, Calib):
+        c = calib if n_batches is None else calib[:n_batches]
+        return c if isinstance(token_mask, str) and token_mask == 'auto' else c.with_token_key(token_mask)
     if calib is None: raise ValueError(f"No calibration data: {CALIB_HELP}")
     if hasattr(calib, 'train') and hasattr(calib, 'loaders'): calib = calib.train  # fastai DataLoaders
     if isinstance(calib, Tensor): calib = [calib]
@@ -113,6 +171,7 @@ def calib_batches(calib, # fastai `DataLoaders`/`DataLoader`, torch `DataLoader`
     n = n_inp or getattr(calib, 'n_inp', None) or (forward_inputs(model) if model is not None else None) or 1
     it = iter(calib)
     if n_batches is not None: it = itertools.islice(it, n_batches)
-    c = Calib([batch_inputs(b, n) for b in it], n).check_finite()
+    c = Calib([batch_inputs(b, n) for b in it], n, token_mask, forward_names(model) if model is not None else None).check_finite()
     if model is not None: _check_keys(model, c)
+    c.token_masks()   # a wrong mask is refused here, before anything changes
     return c

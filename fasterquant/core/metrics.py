@@ -11,7 +11,7 @@ from .registry import AxisRegistry
 __all__ = ['METRICS', 'kl_distance', 'mse_distance', 'cos_distance', 'register_metric', 'available_metrics', 'get_metric',
            'metric_name', 'output_distance', 'ReferenceDistance']
 
-# %% ../../nbs/core/03_metrics.ipynb #17b6b58a
+# %% ../../nbs/core/03_metrics.ipynb #db94984f
 def _log_softmax(x, axis=-1):
     x = x - x.max(axis=axis, keepdims=True)
     return x - np.log(np.exp(x).sum(axis=axis, keepdims=True))
@@ -27,10 +27,12 @@ def _kl_prepared(ref:np.ndarray):
     return lambda out: float((p * (lp - _log_softmax(out.astype(np.float64)))).sum(-1).mean())
 kl_distance.prepare = _kl_prepared
 
+# %% ../../nbs/core/03_metrics.ipynb #b9612de8
 def mse_distance(ref:np.ndarray, out:np.ndarray) -> float:
     "Mean squared difference."
     return float(((ref.astype(np.float64) - out.astype(np.float64)) ** 2).mean())
 
+# %% ../../nbs/core/03_metrics.ipynb #7af6fd30
 def cos_distance(ref:np.ndarray, out:np.ndarray) -> float:
     "One minus the cosine similarity of each sample (axis 0), averaged over samples."
     a, b = ref.reshape(len(ref), -1).astype(np.float64), out.reshape(len(out), -1).astype(np.float64)
@@ -38,7 +40,7 @@ def cos_distance(ref:np.ndarray, out:np.ndarray) -> float:
     cos = np.where(den > 0, (a * b).sum(1) / np.where(den > 0, den, 1), np.where((a == b).all(1), 1., 0.))
     return float((1 - cos).mean())
 
-# %% ../../nbs/core/03_metrics.ipynb #dc2c441f
+# %% ../../nbs/core/03_metrics.ipynb #7fb59fab
 METRICS = AxisRegistry('metric', hint=', or a function (ref, out) -> float')
 for _n, _f in dict(kl=kl_distance, mse=mse_distance, cos=cos_distance).items(): METRICS.register(_n, lambda f=_f: f)
 
@@ -49,18 +51,22 @@ def register_metric(name:str, # the name `metric=` accepts
     if prepare is not None: f.prepare = prepare
     METRICS.register(name, lambda: f)
 
+# %% ../../nbs/core/03_metrics.ipynb #2ff1d78c
 def available_metrics():
     "Names accepted for `metric`."
     return METRICS.available()
 
+# %% ../../nbs/core/03_metrics.ipynb #b19e34e4
 def get_metric(metric):
     "A distance function `(ref, out) -> float` from a name in `available_metrics()` or a callable."
     return metric if callable(metric) else METRICS.get(metric)
 
+# %% ../../nbs/core/03_metrics.ipynb #aaf40598
 def metric_name(metric) -> str:
     "The display name of `metric` (a name or a function)."
     return metric.lower() if isinstance(metric, str) else getattr(metric, '__name__', type(metric).__name__)
 
+# %% ../../nbs/core/03_metrics.ipynb #458d255e
 def output_distance(refs:list, # per batch, the list of reference outputs
                     outs:list, # per batch, the list of outputs to compare
                     metric='kl') -> float: # name or function
@@ -72,6 +78,7 @@ def output_distance(refs:list, # per batch, the list of reference outputs
         total += f(r, o)
     return total
 
+# %% ../../nbs/core/03_metrics.ipynb #de55367c
 class ReferenceDistance:
     "`output_distance(refs, ., metric)` for many runs against one reference: the reference stacked once, and its side of the metric computed once where the metric has a `prepare`."
     def __init__(self,

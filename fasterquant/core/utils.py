@@ -13,7 +13,7 @@ from torch import nn
 # %% auto #0
 __all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'check_output', 'atomic_path']
 
-# %% ../../nbs/core/00_utils.ipynb #07398d2c
+# %% ../../nbs/core/00_utils.ipynb #fa793a62
 def to_device(x, device):
     "Move a tensor, tuple or dict of tensors to `device`."
     if isinstance(x, torch.Tensor): return x.to(device)
@@ -21,24 +21,27 @@ def to_device(x, device):
     if isinstance(x, (tuple, list)): return type(x)(to_device(o, device) for o in x)
     return x
 
+# %% ../../nbs/core/00_utils.ipynb #3728423b
 def run_model(model:nn.Module, inp):
     "Call `model` on one set of inputs: a tensor, a tuple of positional inputs or a dict of keyword inputs."
     if isinstance(inp, Mapping): return model(**inp)
     if isinstance(inp, tuple): return model(*inp)
     return model(inp)
 
+# %% ../../nbs/core/00_utils.ipynb #7e0114e4
 def model_device(model:nn.Module):
     "The device of `model`'s first parameter (CPU if it has none)."
     p = next(model.parameters(), None)
     return p.device if p is not None else torch.device('cpu')
 
+# %% ../../nbs/core/00_utils.ipynb #05d8a64a
 def batch_size(inp) -> int:
     "Number of samples in one set of inputs."
     if isinstance(inp, torch.Tensor): return inp.shape[0]
     if isinstance(inp, Mapping): return batch_size(next(iter(inp.values())))
     return batch_size(inp[0])
 
-# %% ../../nbs/core/00_utils.ipynb #79417beb
+# %% ../../nbs/core/00_utils.ipynb #3b79184b
 def _same_file(a:Path, b:Path) -> bool:
     try: return a.exists() and b.exists() and os.path.samefile(a, b)
     except OSError: return False
@@ -62,6 +65,7 @@ def check_output(path, # where a file will be written
     if not os.access(parent, os.W_OK | os.X_OK): raise ValueError(f"{what} {p}: no permission to write in {parent}; choose a folder you can write to")
     return p
 
+# %% ../../nbs/core/00_utils.ipynb #82d7f679
 def _umask() -> int:
     m = os.umask(0); os.umask(m)
     return m

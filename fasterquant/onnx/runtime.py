@@ -140,8 +140,8 @@ def ort_accuracy(model, # a path, `ModelProto` or session (single input, class s
     return correct / len(y)
 
 # %% ../../nbs/onnx/00_runtime.ipynb #2f8b6d50
-def ort_latency(sessions:dict, # name -> a path or `ModelProto`, a function returning a session, or (not with `alone`) a session; single input
-                x, # the input: a tensor or array
+def ort_latency(sessions:dict, # name -> a path or `ModelProto`, a function returning a session, or (not with `alone`) a session
+                x, # the input: a tensor or array (a single-input model), or a dict {input name: tensor or array}
                 runs:int=20, # timed runs per session
                 rounds:int=5, # the runs are spread over this many interleaved rounds
                 warmup:int=3, # untimed runs per session first (with `alone`: in every round; a fresh session needs about 3)
@@ -152,9 +152,10 @@ def ort_latency(sessions:dict, # name -> a path or `ModelProto`, a function retu
         raise ValueError(f"ort_latency(alone=True) opens and closes the sessions itself: pass paths, ModelProtos or functions returning a session, not the open sessions {bad}")
     opener = {k: v if callable(v) and not is_session(v) else (lambda v=v: ort_session(v)) if alone else (lambda v=v: _session(v, spin=False))
               for k, v in sessions.items()}   # paths and protos: default spinning alone, sleeping threads when every session stays open
-    xa = x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)
+    arr = lambda v: v.detach().cpu().numpy() if isinstance(v, Tensor) else np.asarray(v)
+    xa = {k: arr(v) for k, v in x.items()} if isinstance(x, Mapping) else arr(x)
     def ready(k):
-        s = opener[k](); feed = {s.get_inputs()[0].name: xa}
+        s = opener[k](); feed = xa if isinstance(xa, dict) else {s.get_inputs()[0].name: xa}
         for _ in range(warmup): s.run(None, feed)
         return s, feed
     live = {} if alone else {k: ready(k) for k in sessions}

@@ -13,6 +13,7 @@ from .criteria import register_criteria
 from .schedule import Schedule, linear
 from .layerwise import (LayerwiseCriteria, LayerJob, BlockJob, run_layerwise, run_blockwise, recon_loss, ENGINE_DEFAULTS, check_int, check_pos,
                         QuadraticRecon, layer_rows, ROW_LAYERS)
+from .gptq import float_target
 
 from .quantizer import Quantizer
 
@@ -144,8 +145,8 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
     weights = lambda f: {r: f(r, sr) for r, sr in srs.items()} if block else f('', rounding)
     rtn = {r: sp for r, (_, sp, _) in job.layers.items()} if block else {'': job.spec}
     n, bsched, opt = len(job), beta_schedule(warmup, beta), _adam([sr.v for sr in srs.values()], lr)
-    bs = min(bs, n)
-    idx0 = slice(0, max(bs, min(n, 256)))
+    bs = min(job.rows(bs), n)   # `bs` samples: their real tokens, for a linear layer's token rows
+    idx0 = slice(0, max(bs, job.window(256).stop))
     undecided = lambda: sum(sr.n_undecided(tol) for sr in srs.values())
     quad = None
     if not block and solver != 'minibatch' and job.own_output and type(job.layer) in ROW_LAYERS and (solver == 'gram' or gram_pays(job, iters, bs)):
@@ -197,10 +198,10 @@ class AdaRound(LayerwiseCriteria):
     "Learned rounding (Nagel et al. 2020) on the grid of `scale`, layer by layer on calibration data."
     name = 'adaround'
     layer_defaults = dict(iters=500, bs=32, lr=2e-2, reg=0.01, beta=(20., 2.), warmup=0.2, tol=0., check_every=25, blocks=None,
-                          through_act=True, solver='auto')
+                          through_act=True, solver='auto', float_target=False)
     def __init__(self,
                  scale='mse', # scale method of the base grid: 'mse' | 'minmax' | 'percentile' | a `ScaleMethod`
-                 **kwargs): # iters, bs, lr, reg, beta, warmup, tol, check_every, blocks (None, 'auto' or module names: BRECQ), through_act, solver; and the engine's n_samples, max_mem, seed, progress, mode, num_threads
+                 **kwargs): # iters, bs, lr, reg, beta, warmup, tol, check_every, blocks (None, 'auto' or module names: BRECQ), through_act, solver, float_target; and the engine's n_samples, max_mem, seed, progress, mode, num_threads
         super().__init__(scale, **kwargs)
     def __repr__(self):
         d = self.defaults
@@ -210,7 +211,8 @@ class AdaRound(LayerwiseCriteria):
         if not (0 <= p['warmup'] < 1): raise ValueError(f"warmup must be in [0, 1), got {p['warmup']!r}")
         if not (p['reg'] >= 0 and 0 <= p['tol'] < 0.5): raise ValueError(f"reg must be >= 0 and tol in [0, 0.5), got {p['reg']!r}, {p['tol']!r}")
         if p['solver'] not in ('auto', 'gram', 'minibatch'): raise ValueError(f"solver must be 'auto', 'gram' or 'minibatch', got {p['solver']!r}")
-        if not isinstance(p['through_act'], bool): raise ValueError(f"through_act must be True or False, got {p['through_act']!r}")
+        for k in ('through_act', 'float_target'):
+            if not isinstance(p[k], bool): raise ValueError(f"{k} must be True or False, got {p[k]!r}")
         b = p['blocks']
         if not (b is None or b == 'auto' or (isinstance(b, (list, tuple)) and all(isinstance(s, str) for s in b))):
             raise ValueError(f"blocks must be None (layer by layer), 'auto' or a list of module names, got {b!r}")
@@ -233,7 +235,10 @@ class AdaRound(LayerwiseCriteria):
         return qs
     def fit_layer(self, job:LayerJob, p:dict):
         "Learn the rounding of `job`'s layer; returns its integers and statistics."
-        sr = SoftRounding(job.weight, job.spec, job.live_weights()).to(job.weight.device)
+        w = job.weight
+        if p['float_target'] and job.own_output and type(job.layer) in ROW_LAYERS:   # round around the least-squares weight on the quantized inputs
+            w = float_target(job)[0].reshape(w.shape).to(w.dtype)
+        sr = SoftRounding(w, job.spec, job.live_weights()).to(job.weight.device)
         st = reconstruct(job, sr, **{k: p[k] for k in _RECON_ARGS})
         return sr.hard_q(), st
 

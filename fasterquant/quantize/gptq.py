@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from .grid import quantize, QuantSpec
 from .criteria import register_criteria
 from .layerwise import (LayerwiseCriteria, LayerJob, check_int, layer_rows, row_chunks, ROW_LAYERS, QuadraticRecon,
-                                           run_layerwise, ENGINE_DEFAULTS)
+                                           run_layerwise, ENGINE_DEFAULTS, LOOKUP_LAYERS)
 
 # %% auto #0
 __all__ = ['GPTQ_LAYERS', 'input_hessian', 'gptq_round', 'float_target', 'GPTQ']
@@ -113,7 +113,7 @@ class GPTQ(LayerwiseCriteria):
             if not isinstance(p[k], bool): raise ValueError(f"{k} must be True or False, got {p[k]!r}")
     def fit(self, quantizer, calib=None, **kwargs):
         "Round every layer of `quantizer.specs` with GPTQ, in execution order."
-        bad = sorted({type(quantizer.layers[n]).__name__ for n in quantizer.specs} - {t.__name__ for t in GPTQ_LAYERS})
+        bad = sorted({type(quantizer.layers[n]).__name__ for n in quantizer.specs} - {t.__name__ for t in GPTQ_LAYERS + LOOKUP_LAYERS})
         if bad: raise ValueError(f"criteria=gptq handles {', '.join(t.__name__ for t in GPTQ_LAYERS)} layers, not {', '.join(bad)}: "
                                  "leave them out with layer_types=..., or use criteria='adaround'")
         super().fit(quantizer, calib, **kwargs)
@@ -129,7 +129,7 @@ class GPTQ(LayerwiseCriteria):
         W, H = float_target(job, p['damp']) if p['float_target'] and job.own_output else (view(job.weight), input_hessian(job))
         q = gptq_round(W, view(s), view(zp), sp.qmin, sp.qmax, H, p['damp'], p['block'], p['act_order'])
         q = q.reshape(job.weight.shape)
-        idx = slice(0, min(len(job), 256))
+        idx = job.window(256)
         with torch.no_grad():
             st = dict(rec_rtn=float(job.loss(idx, sp.dequantize())), rec_end=float(job.loss(idx, sp.with_q(q).dequantize())))
         return q, st

@@ -13,15 +13,16 @@ import torch.fx as fx
 from torch.fx.node import map_arg
 from torch.func import functional_call
 from fastcore.basics import store_attr
-from fastprogress.fastprogress import master_bar, progress_bar
+from ..core.progress import walk_bar, step_bar
 from .criteria import Criteria
 from ..core.calib import calib_batches, CALIB_HELP
 from ..core.utils import run_model, model_device
 
 # %% auto #0
-__all__ = ['ROW_LAYERS', 'ENGINE_DEFAULTS', 'recon_loss', 'ReconJob', 'LayerJob', 'post_chain', 'layer_rows', 'row_chunks',
-           'out_rows', 'live_columns', 'spread_columns', 'QuadraticRecon', 'run_layerwise', 'check_int', 'check_pos',
-           'LayerwiseCriteria', 'auto_blocks', 'BlockJob', 'run_blockwise']
+__all__ = ['ROW_LAYERS', 'ENGINE_DEFAULTS', 'LOOKUP_LAYERS', 'recon_loss', 'ReconJob', 'LayerJob', 'post_chain', 'layer_rows',
+           'row_chunks', 'out_rows', 'live_columns', 'spread_columns', 'QuadraticRecon', 'LayerwiseError',
+           'lookup_layers', 'run_layerwise', 'check_int', 'check_pos', 'LayerwiseCriteria', 'auto_blocks', 'BlockJob',
+           'TokenBlockJob', 'run_blockwise']
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #ef1ee1d1
 def recon_loss(out:Tensor, target:Tensor, dim:int=1) -> Tensor:
@@ -37,7 +38,14 @@ def _weight_fn(layer:nn.Module):
 
 class ReconJob:
     "What every reconstruction problem has: cached inputs `x`, float targets `y`, `output(x, w)` to compare with them, minibatches and a bar."
+    rows_per_sample = 1.   # cached rows per calibration sample (a sequence's real tokens, once a linear layer's inputs are token rows)
     def __len__(self): return len(self.x)
+    def rows(self, n_samples:int) -> int:
+        "How many cached rows hold about `n_samples` calibration samples (at least 1)."
+        return max(1, int(round(n_samples * self.rows_per_sample)))
+    def window(self, n_samples:int=256) -> slice:
+        "The first cached rows, about `n_samples` samples' worth: where losses are checked."
+        return slice(0, min(len(self), self.rows(n_samples)))
     def output(self, x:Tensor, w) -> Tensor:
         "The output on inputs `x` with weights `w`: what is compared with `y`."
         raise NotImplementedError
@@ -47,7 +55,7 @@ class ReconJob:
     def iterations(self, n:int):
         "`range(n)`, as a progress bar under the engine's bar when it shows one."
         if self.bar is None: return range(n)
-        pb = progress_bar(range(n), parent=self.bar, leave=False); pb.comment = self.name
+        pb = step_bar(range(n), parent=self.bar, leave=False, label='iterations'); pb.comment = self.name
         return pb
 
 class LayerJob(ReconJob):
@@ -61,7 +69,8 @@ class LayerJob(ReconJob):
                  y:Tensor, # targets [N, ...]: the float network's output after `post`, in the same order
                  post=None, # callable continuing the layer output (batch norm, activation), or None: the target is the layer's own output
                  generator=None, # random generator for minibatches
-                 bar=None): # parent fastprogress bar
+                 bar=None, # parent progress bar (`walk_bar`)
+                 rows_per_sample:float=1.): # cached rows per calibration sample (tokens per sequence for a linear layer's token rows)
         store_attr()
         self.own_output = post is None  # the loss is then quadratic in the weight (`QuadraticRecon`)
         self.post = post or (lambda t: t)
@@ -264,7 +273,10 @@ def _post_fn(chain, model):
     def f(t):
         for u in chain: t = _call(u, model, (t,) + tuple(u.args[1:]), dict(u.kwargs))
         return t
+    f.elementwise = not any(u.op == 'call_module' and isinstance(model.get_submodule(u.target), _BN_MODULES) for u in chain)
     return f
+
+_BN_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)   # the post ops that are not elementwise
 
 class _LayerTracer(fx.Tracer):
     "An fx tracer that keeps the quantized layers as leaves."
@@ -283,9 +295,43 @@ def _trace(model, names):
     if bad: return None, f"layers not called exactly once with one input in the traced graph: {bad[:5]}"
     return graph, None
 
-def _cache(xs:list, ys:list, max_mem:float, generator=None):
-    "Concatenate per-batch inputs/targets into one cache within `max_mem` GB: shuffled once, float16 if needed, then subsampled."
+class LayerwiseError(RuntimeError):
+    "A failure inside the layer-by-layer engine (not the user's model): the message names the layer or block, the stage, the shapes and the likely cause."
+
+def _shapes(ts:list) -> str:
+    s = [tuple(t.shape) for t in ts[:4]]
+    return ', '.join(map(str, s)) + (', ...' if len(ts) > 4 else '')
+
+def _engine_error(stage:str, name:str, module, e:Exception, xs:list=None) -> LayerwiseError:
+    "A `LayerwiseError` for `e`, raised while `stage` on layer (or block) `name`."
+    msg = (str(e).strip().splitlines() or [''])[0][:200]
+    got = f"; its cached inputs per batch: {_shapes(xs)}" if xs else ''
+    return LayerwiseError(f"fasterquant's layer-by-layer engine failed {stage} '{name}' ({type(module).__name__}): {type(e).__name__}: {msg}{got}")
+
+def _token_rows(ts:list, masks:list) -> list:
+    "Per batch, `[B, L, ..., D]` as `[n, D]` rows: only the tokens its mask marks where it has one laid out `[B, L]`, every position otherwise."
+    out = []
+    for t, m in zip(ts, masks):
+        if m is not None and t.dim() >= 3 and tuple(t.shape[:2]) == tuple(m.shape): t = t[m.to(t.device)]
+        out.append(t.reshape(-1, t.shape[-1]))
+    return out
+
+def _cache(xs:list, ys:list, max_mem:float, generator=None,
+           masks:list=None, # per batch, its `[batch, tokens]` token mask or None (with `rows`)
+           rows:bool=False): # cache `[n, features]` rows (a linear layer's tokens) instead of samples
+    "Concatenate per-batch inputs/targets into one cache within `max_mem` GB: shuffled once, float16 if needed, then subsampled; and the rows per sample."
+    n_samp = sum(len(t) for t in xs)
+    if rows:
+        masks = masks or [None] * len(xs)
+        xs, ys = _token_rows(xs, masks), _token_rows(ys, masks)
+    for what, ts in (('inputs', xs), ('outputs', ys)):
+        if len({tuple(t.shape[1:]) for t in ts}) > 1:
+            raise ValueError(f"the cached {what} differ in shape between calibration batches ({_shapes(ts)}): pad every batch to one "
+                             "shape for this layer (only a Linear layer's inputs are read as token rows of any length)")
     x, y = torch.cat([t.detach() for t in xs]), torch.cat([t.detach() for t in ys])
+    if len(x) != len(y): raise ValueError(f"{len(x)} cached inputs but {len(y)} targets: the layer's output is not laid out as its input")
+    if len(x) == 0: raise ValueError("no calibration rows left: every token of the calibration batches is masked out")
+    rps = len(x) / max(n_samp, 1)
     per = (x[0].numel() + y[0].numel()) * 4
     budget = max_mem * 2**30
     half = per * len(x) > budget
@@ -293,7 +339,7 @@ def _cache(xs:list, ys:list, max_mem:float, generator=None):
     keep = torch.randperm(len(x), generator=generator)[:max(n, 1)]  # minibatches are then contiguous windows: views, not gathers
     x, y = x[keep], y[keep]
     if half: x, y = x.half(), y.half()
-    return x, y
+    return x, y, rps
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #5f8cefae
 def _placeholder_values(graph, batches):
@@ -365,13 +411,25 @@ def _forward(model, inp, weights=None):
     if isinstance(inp, dict): return functional_call(model, weights, (), inp)
     return functional_call(model, weights, inp if isinstance(inp, tuple) else (inp,))
 
-def _capture(model, layer, batches, output=False, weights=None) -> list:
-    "Per batch, the input (or output) of `layer`'s first call, running `model` only up to there."
+def _first_tensor(out):
+    "A module's output, or the first tensor of a tuple/list output (a transformer layer's hidden states)."
+    if isinstance(out, (tuple, list)): out = next((o for o in out if isinstance(o, Tensor)), None)
+    return out
+
+def _detach(v):
+    if isinstance(v, Tensor): return v.detach()
+    if isinstance(v, (tuple, list)): return type(v)(_detach(x) for x in v)
+    if isinstance(v, dict): return {k: _detach(x) for k, x in v.items()}
+    return v
+
+def _capture(model, layer, batches, output=False, weights=None, call=False) -> list:
+    "Per batch, the input (or output; or with `call` the whole `(args, kwargs)`) of `layer`'s first call, running `model` only up to there."
     got = []
-    def grab(m, args, res=None):
-        got.append((res if output else args[0]).detach())
+    def grab(m, args, *rest):
+        if output: got.append(_detach(_first_tensor(rest[-1])))
+        else: got.append((_detach(tuple(args)), _detach(dict(rest[0]))) if call else args[0].detach())
         raise _Stop
-    h = layer.register_forward_hook(grab) if output else layer.register_forward_pre_hook(grab)
+    h = layer.register_forward_hook(grab) if output else layer.register_forward_pre_hook(grab, with_kwargs=call)
     try:
         for b in batches:
             try: _forward(model, b, weights)
@@ -398,6 +456,12 @@ def _walk_hooks(quantizer, batches, learn):
 
 # %% ../../nbs/quantize/08_layerwise.ipynb #b1ca9949
 ENGINE_DEFAULTS = dict(n_samples=1024, max_mem=1.0, seed=0, progress=True, mode='auto', num_threads=None)
+LOOKUP_LAYERS = (nn.Embedding,)   # layers whose rows are read, not multiplied: they keep their round-to-nearest integers
+
+def lookup_layers(quantizer) -> set:
+    "The layers of `quantizer.specs` that keep round-to-nearest integers: table lookups (`LOOKUP_LAYERS`), and layers whose weight is tied to one (an output projection sharing the input embedding), so tied weights stay tied."
+    tables = {id(quantizer.layers[n].weight) for n in quantizer.specs if isinstance(quantizer.layers[n], LOOKUP_LAYERS)}
+    return {n for n in quantizer.specs if id(quantizer.layers[n].weight) in tables}
 
 def run_layerwise(quantizer, # its `specs` are the layers to refine (their round-to-nearest integers are the start)
                   calib, # calibration data (anything `calib_batches` reads)
@@ -405,28 +469,38 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
                   n_samples:int=1024, # use at most this many calibration samples (None: all)
                   max_mem:float=1.0, # GB for one layer's cached inputs and targets (float16 / subsampled beyond)
                   seed:int=0, # seed of the cache shuffling and minibatch sampling
-                  progress:bool=True, # fastprogress bars (layers, and iterations where `fit` shows them)
+                  progress:bool=True, # progress output (layers, and iterations where `fit` shows them): a bar, log lines or nothing, as `progress_mode` says
                   mode:str='auto', # 'auto' (fx, else hooks) | 'fx' | 'hooks': how layer inputs are carried
                   num_threads:int=None, # torch CPU threads while fitting (None: leave torch's setting)
                   act:bool=True) -> str: # targets continue through the activation after each layer (False: they stop before it)
     "Refine every layer of `quantizer.specs` in execution order with `fit`; returns the path that ran ('fx' or 'hooks (why)')."
     if mode not in ('auto', 'fx', 'hooks'): raise ValueError(f"mode must be 'auto', 'fx' or 'hooks', got {mode!r}")
     model = quantizer.model
-    batches = list(calib_batches(calib, model=model).limit(n_samples).to(model_device(model)))
+    cal = calib_batches(calib, model=model).limit(n_samples).to(model_device(model))
+    batches, masks = list(cal), cal.token_masks()
     graph, why = (None, 'mode=hooks') if mode == 'hooks' else _trace(model, set(quantizer.specs))
     if graph is None and mode == 'fx': raise ValueError(f"mode='fx' impossible: {why}; use mode='auto' or 'hooks'")
     gen = torch.Generator().manual_seed(seed)
-    names = list(quantizer.specs)
-    mb = master_bar(names) if progress else None
+    names, lookups = list(quantizer.specs), lookup_layers(quantizer)
+    mb = walk_bar(names, progress)
     bar = iter(mb) if mb is not None else None
     if bar is not None: next(bar)
     done = []
     def learn(name, xs, ys, post):
-        xq, yf = _cache(xs, ys, max_mem, gen)
+        layer = quantizer.layers[name]
+        if name in lookups:   # a table lookup (or a layer tied to one): each output is one stored row, round-to-nearest is already the best
+            done.append(name)
+            if bar is not None and len(done) < len(names): next(bar)
+            return
+        rows = isinstance(layer, nn.Linear) and xs[0].dim() >= 3 and (post is None or post.elementwise)   # token rows [B·L, D]
+        try: xq, yf, rps = _cache(xs, ys, max_mem, gen, masks, rows)
+        except (RuntimeError, ValueError) as e: raise _engine_error('caching the inputs of layer', name, layer, e, xs) from e
         spec = quantizer.specs[name]
-        job = LayerJob(name, quantizer.layers[name], spec, quantizer.float_weight(name), xq, yf.to(xq.device), post, gen, mb)
+        job = LayerJob(name, layer, spec, quantizer.float_weight(name), xq, yf.to(xq.device), post, gen, mb, rps)
         if mb is not None: mb.main_bar.comment = name
-        with torch.enable_grad(): q = fit(job)
+        try:
+            with torch.enable_grad(): q = fit(job)
+        except RuntimeError as e: raise _engine_error('fitting layer', name, layer, e, [xq]) from e
         quantizer.set_spec(name, spec.with_q(q))
         done.append(name)
         if bar is not None and len(done) < len(names): next(bar)
@@ -516,7 +590,7 @@ class BlockJob(ReconJob):
                  x:Tensor, # cached block inputs [N, ...] from the quantized network, in random order
                  y:Tensor, # the float network's block outputs, in the same order
                  generator=None, # random generator for minibatches
-                 bar=None): # parent fastprogress bar
+                 bar=None): # parent progress bar (`walk_bar`)
         store_attr()
         self.channel_dim = -1 if isinstance(dict(block.named_modules())[list(layers)[-1]], nn.Linear) else 1
     def output(self, x:Tensor, weights:dict) -> Tensor:
@@ -526,20 +600,74 @@ class BlockJob(ReconJob):
         "Relative layer name -> `spread_columns` mask of the weights its inputs reach in one pass of the block over the cached inputs (None: all, or not a `ROW_LAYERS` type)."
         mods, sums, hs = dict(self.block.named_modules()), {}, []
         def grab(r, a):
-            s = a[0].detach().abs().sum(0, keepdim=True, dtype=torch.float32)   # summed magnitudes: 0 only where every sample is 0
+            x = a[0].detach()
+            if type(mods[r]) is nn.Linear: x = x.reshape(-1, x.shape[-1])      # token rows: sequences of any length add up
+            s = x.abs().sum(0, keepdim=True, dtype=torch.float32)   # summed magnitudes: 0 only where every sample is 0
             sums[r] = s if r not in sums else sums[r].add_(s)
         for r in self.layers:
             if type(mods[r]) in ROW_LAYERS: hs.append(mods[r].register_forward_pre_hook(lambda m, a, r=r: grab(r, a)))
         try:
             with torch.no_grad():
-                for i in range(0, len(self.x), chunk): self.block(self.x[i:i + chunk].float())
+                for args, kwargs in self.calls(chunk): self.block(*args, **kwargs)
         finally:
             for h in hs: h.remove()
         return {r: spread_columns(live_columns(mods[r], sums[r]), w.shape) if r in sums else None for r, (_, _, w) in self.layers.items()}
+    def calls(self, chunk:int=256):
+        "The block's calls over every cached input, `(args, kwargs)` a chunk of samples at a time."
+        for i in range(0, len(self.x), chunk): yield (self.x[i:i + chunk].float(),), {}
+
+def _slice_call(args:tuple, kwargs:dict, n:int, sl:slice):
+    "A captured call cut to samples `sl`: every tensor whose first dim is the batch size `n` is sliced, the rest kept."
+    cut = lambda v: v[sl] if isinstance(v, Tensor) and v.dim() and v.shape[0] == n else v
+    return tuple(cut(a) for a in args), {k: cut(v) for k, v in kwargs.items()}
+
+class TokenBlockJob(BlockJob):
+    "A block whose calls take more than one tensor, keyword arguments or token sequences of any length (a transformer layer): its calls are kept per calibration batch, and losses count only the real tokens."
+    def __init__(self,
+                 name:str, # the block's module name
+                 block:nn.Module, # the block
+                 layers:dict, # relative name -> (layer name in the Quantizer, RTN spec, float weight)
+                 calls:list, # per batch, the block's `(args, kwargs)` in the quantized network (the first argument: the hidden states)
+                 ys:list, # per batch, the float network's block output
+                 masks:list=None, # per batch, its `[batch, tokens]` token mask, or None
+                 generator=None, # random generator for minibatches
+                 bar=None): # parent progress bar
+        store_attr(but='calls')
+        self.batch_calls = calls
+        self.masks = masks or [None] * len(calls)
+        self.sizes = [len(a[0]) for a, _ in calls]
+        self.starts = [0]
+        for s in self.sizes: self.starts.append(self.starts[-1] + s)
+        self.channel_dim = -1 if isinstance(dict(block.named_modules())[list(layers)[-1]], nn.Linear) else 1
+    def __len__(self): return self.starts[-1]
+    def calls(self, chunk:int=256):
+        for args, kwargs in self.batch_calls: yield args, kwargs
+    def _pieces(self, idx:slice):
+        "`(batch, local slice)` of the batches the samples `idx` of all batches laid end to end fall in."
+        lo, hi = idx.start or 0, len(self) if idx.stop is None else idx.stop
+        for b, (s, e) in enumerate(zip(self.starts, self.starts[1:])):
+            if s < hi and e > lo: yield b, slice(max(lo, s) - s, min(hi, e) - s)
+    def _rows(self, t:Tensor, b:int, sl:slice) -> Tensor:
+        "The rows of `t` the loss counts: the real tokens of batch `b`'s samples `sl` (every position without a mask)."
+        m = self.masks[b]
+        if m is not None and t.dim() >= 3 and tuple(t.shape[:2]) == (sl.stop - sl.start, m.shape[1]): return t[m[sl].to(t.device)]
+        return t
+    def loss(self, idx:slice, weights:dict) -> Tensor:
+        "`recon_loss` over the real tokens of samples `idx` (a slice of the batches laid end to end) with `weights`."
+        tot, n = 0., 0
+        for b, sl in self._pieces(idx):
+            args, kwargs = _slice_call(*self.batch_calls[b], self.sizes[b], sl)
+            out = _first_tensor(functional_call(self.block, {(f"{r}.weight" if r else 'weight'): w for r, w in weights.items()}, args, kwargs))
+            o, t = self._rows(out, b, sl), self._rows(self.ys[b][sl].float(), b, sl)
+            e = (o - t).pow(2).sum(self.channel_dim)
+            tot, n = tot + e.sum(), n + e.numel()
+        return tot / max(n, 1)
 
 def _block_units(quantizer, blocks, batch):
     "`[(unit name, module, [layer names])]` in execution order, and the blocks split into layers (with why)."
-    model, names = quantizer.model, list(quantizer.specs)
+    model = quantizer.model
+    lookups = lookup_layers(quantizer)
+    names = [n for n in quantizer.specs if n not in lookups]   # (table lookups keep their RTN integers)
     mods = dict(model.named_modules())
     unknown = [b for b in blocks if b not in mods]
     if unknown: raise ValueError(f"blocks {unknown[:3]} are not modules of the model: pass names from model.named_modules(), or blocks='auto'")
@@ -549,11 +677,11 @@ def _block_units(quantizer, blocks, batch):
         if ls: units.append((b, mods[b], ls)); taken |= set(ls)
     units += [(n, quantizer.layers[n], [n]) for n in names if n not in taken]
     calls, order, hs = {}, [], []
-    def pre(m, args, u): 
-        calls[u] = calls.get(u, 0) + (1 if len(args) == 1 and isinstance(args[0], Tensor) else 2)
+    def pre(m, args, u):   # a block is called once per forward, its first argument the tensor it transforms
+        calls[u] = calls.get(u, 0) + (1 if args and isinstance(args[0], Tensor) else 2)
         if u not in order: order.append(u)
     def post(m, args, out, u):
-        if not isinstance(out, Tensor): calls[u] = 2
+        if not isinstance(_first_tensor(out), Tensor): calls[u] = 2
     for u, m, _ in units:
         hs += [m.register_forward_pre_hook(lambda m, a, u=u: pre(m, a, u)), m.register_forward_hook(lambda m, a, o, u=u: post(m, a, o, u))]
     try:
@@ -576,28 +704,38 @@ def run_blockwise(quantizer, # its `specs` are the layers to refine
                   n_samples:int=1024, # use at most this many calibration samples
                   max_mem:float=1.0, # GB for one block's cached inputs and outputs
                   seed:int=0, # seed of the cache shuffling and minibatch sampling
-                  progress:bool=True, # fastprogress bars
+                  progress:bool=True, # progress output, as `progress_mode` says
                   num_threads:int=None) -> list: # torch CPU threads while fitting
     "Refine the layers of `quantizer.specs` block by block in execution order with `fit_block`; returns the blocks split into layers."
     model = quantizer.model
-    batches = list(calib_batches(calib, model=model).limit(n_samples).to(model_device(model)))
+    cal = calib_batches(calib, model=model).limit(n_samples).to(model_device(model))
+    batches, masks = list(cal), cal.token_masks()
     blocks = auto_blocks(model, quantizer.specs) if blocks == 'auto' else list(blocks)
     units, split = _block_units(quantizer, blocks, batches[0])
     gen = torch.Generator().manual_seed(seed)
     float_w = {f"{n}.weight": quantizer.float_weight(n) for n in quantizer.specs}
-    mb = master_bar([u for u, _, _ in units]) if progress else None
+    mb = walk_bar([u for u, _, _ in units], progress, label='blocks')
+    bar = iter(mb) if mb is not None else None
     training, threads = model.training, torch.get_num_threads()
     model.eval()
     if num_threads: torch.set_num_threads(num_threads)
     try:
-        for i, (u, m, ls) in enumerate(progress_bar(units, parent=mb) if mb is not None else units):
+        for u, m, ls in units:
+            if bar is not None: next(bar); mb.main_bar.comment = u
             with torch.no_grad():
-                xs, ys = _capture(model, m, batches), _capture(model, m, batches, output=True, weights=float_w)
-            x, y = _cache(xs, ys, max_mem, gen)
+                cs, ys = _capture(model, m, batches, call=True), _capture(model, m, batches, output=True, weights=float_w)
             rel = {(n[len(u) + 1:] if n != u else ''): (n, quantizer.specs[n], quantizer.float_weight(n)) for n in ls}
-            if mb is not None: mb.main_bar.comment = u
-            with torch.enable_grad(): qs = fit_block(BlockJob(u, m, rel, x, y.to(x.device), gen, mb))
+            plain = all(len(a) == 1 and not k for a, k in cs) and len({tuple(a[0].shape[1:]) for a, _ in cs}) == 1 and all(m_ is None for m_ in masks)
+            try:
+                if plain:   # one tensor in, one shape: one shuffled cache of samples
+                    x, y, _ = _cache([a[0] for a, _ in cs], ys, max_mem, gen)
+                    job = BlockJob(u, m, rel, x, y.to(x.device), gen, mb)
+                else: job = TokenBlockJob(u, m, rel, cs, ys, masks, gen, mb)
+                with torch.enable_grad(): qs = fit_block(job)
+            except (RuntimeError, ValueError) as e: raise _engine_error('fitting block', u, m, e, [a[0] for a, _ in cs]) from e
             quantizer.set_specs({n: quantizer.specs[n].with_q(qs[n]) for n in ls})
     finally:
         model.train(training); torch.set_num_threads(threads)
+        if bar is not None:
+            for _ in bar: pass
     return split

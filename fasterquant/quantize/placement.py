@@ -14,6 +14,7 @@ import torch.fx as fx
 from fastcore.basics import store_attr
 from .dtype import get_dtype
 from .grid import qparams_from_range
+from ..core.calib import token_rows
 
 # %% auto #0
 __all__ = ['QUANTIZED_OPS', 'QDQ', 'ActQuant', 'ActPoint', 'node_kind', 'PlacementError', 'Unit', 'Placement', 'place_points',
@@ -52,7 +53,10 @@ class ActQuant:
         self.lo = self.hi = self.scale = self.zero_point = None
         self.observing = True
     def observe(self, x:Tensor):
-        lo, hi = x.detach().min().float(), x.detach().max().float()
+        "Widen the range to `x`'s real tokens (`token_rows`: padding left out inside a `token_scope`)."
+        x = token_rows(x.detach())
+        if x.numel() == 0: return
+        lo, hi = x.min().float(), x.max().float()
         self.lo = lo if self.lo is None else torch.minimum(self.lo, lo)
         self.hi = hi if self.hi is None else torch.maximum(self.hi, hi)
     def freeze(self):

@@ -17,7 +17,8 @@ from .schedule import get_schedule, is_gradual
 from .fold import bn_pairs, bn_factor, fold_batchnorm, unfold_batchnorm, fold_spec
 from .placement import ActQuant, PlacementError, PlacedForward, place_points, install_placement, uninstall_placement
 from .emulation import emulated_module
-from ..core.calib import calib_batches, CALIB_HELP
+from .layerwise import LayerwiseError
+from ..core.calib import calib_batches, token_scope, CALIB_HELP
 from ..core.utils import run_model, model_device
 
 # %% auto #0
@@ -122,7 +123,7 @@ class Quantizer:
     def bias_scale(self, name:str) -> Tensor:
         "The grid of layer `name`'s bias, `f32(s_x · s_w)` per output channel, or None (no bias, no input grid, or a blocked weight grid)."
         aq, sp, layer = self.act_quants.get(name), self.specs.get(name), self.layers[name]
-        if aq is None or aq.scale is None or sp is None or layer.bias is None: return None
+        if aq is None or aq.scale is None or sp is None or getattr(layer, 'bias', None) is None: return None   # (an Embedding has none)
         g = sp.granularity
         if not (g.name == 'tensor' or (g.name == 'channel' and g.axis == 0)): return None
         return (aq.scale.float().cpu() * sp.scale.float().cpu().reshape(-1).expand(layer.bias.shape[0])).float()
@@ -137,9 +138,9 @@ class Quantizer:
         "Put the bias of each layer in `names` on its grid `s_x·s_w` (as the runtime's integer kernels add it), or else in `param_dtype`, saving the float bias first."
         owners = {}
         for n, l in self.layers.items():
-            if l.bias is not None: owners.setdefault(id(l.bias), []).append(n)
+            if getattr(l, 'bias', None) is not None: owners.setdefault(id(l.bias), []).append(n)
         for n in names:
-            s, b = self.bias_scale(n), self.layers[n].bias
+            s, b = self.bias_scale(n), getattr(self.layers[n], 'bias', None)
             if b is None or len(owners[id(b)]) > 1 or (s is None and self.param_dtype == 'float32'): continue   # a shared bias keeps its float value
             if n not in self._float_bias: self._float_bias[n] = b.detach().clone()
             if s is None: v = as_param(self._float_bias[n].float().cpu(), self.param_dtype)
@@ -266,12 +267,13 @@ class Quantizer:
     def quantize_model(self,
                        calib=None, # calibration data (needed by AdaRound/GPTQ, exclusion/mixed contexts and `act_dtype`)
                        n_batches:int=None, # use at most this many calibration batches
+                       token_mask='auto', # the input that marks real tokens (padding left out of every fit): 'auto' (`attention_mask`), a name, a callable, or None
                        **kwargs) -> nn.Module: # passed to the criteria's `fit` (e.g. AdaRound's `iters`)
         "Quantize the model along all axes and return it; on any error, the model is left as it was."
         self.criteria.check_fit_args(**kwargs)
         needs = self._needs_calib()
         if needs and calib is None: raise ValueError(f"{', '.join(needs)} needs calibration data: {CALIB_HELP}")
-        calib = None if calib is None else calib_batches(calib, n_batches, model=self.model)
+        calib = None if calib is None else calib_batches(calib, n_batches, model=self.model, token_mask=token_mask)
         self._hold()
         self.remove()
         try:
@@ -282,6 +284,8 @@ class Quantizer:
                             for n, dt in self.plan.items() if dt is not None})
             self.criteria.fit(self, calib, **kwargs)
             if self.act_dtype is not None: self.calibrate_activations(calib)
+        except LayerwiseError:      # fasterquant's own engine: its message names the layer, the shapes and the cause
+            self.remove(); raise
         except RuntimeError as e:   # raised by the model itself, running on the calibration data
             self.remove()
             msg = (str(e).strip().splitlines() or [''])[0][:200]
@@ -314,7 +318,9 @@ class Quantizer:
         self.model.eval()
         try:
             with torch.no_grad():
-                for b in calib.to(dev): run_model(self.model, b)
+                cd = calib.to(dev)
+                for b, m in zip(cd, cd.token_masks()):
+                    with token_scope(m): run_model(self.model, b)   # observers read only the real tokens
         finally: self.model.train(training)
         for n in self.specs:
             aq = self.act_quants.get(n)
@@ -334,10 +340,10 @@ class Quantizer:
         finally: install_placement(self.model, self.placement)
 
     def export_onnx(self,
-                    sample, # an example input (a tensor, or a tuple of tensors); its batch dim stays dynamic
+                    sample, # an example input (a tensor, a tuple of tensors, or a dict of keyword inputs); its batch dim stays dynamic
                     path, # where to write the `.onnx` file (atomically: no file on error)
                     opset:int=None, # ONNX opset: default the lowest that holds the formats, at least 17
-                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `input_names`, `output_names`, `check_runtime`, `int8_weights`
+                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `dynamic_sequence`, `input_names`, `output_names`, `check_runtime`, `int8_weights`
         "Write a QDQ ONNX model whose weights are exactly this Quantizer's integers and scales; returns the path."
         from fasterquant.onnx.export import export_quantizer
         return export_quantizer(self, sample, path, opset=opset, **kwargs)

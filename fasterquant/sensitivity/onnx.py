@@ -16,7 +16,7 @@ from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
 from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
 from onnxruntime.quantization.quant_utils import load_model_with_shape_infer, update_opset_version, add_infer_metadata
 from fastcore.basics import store_attr, patch
-from fastprogress.fastprogress import progress_bar
+from ..core.progress import step_bar
 from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
 from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric, ReferenceDistance
@@ -959,7 +959,7 @@ class OnnxSensitivity:
         f = get_metric(metric)
         scores, failed, skipped, t0 = {}, {}, {}, time.perf_counter()
         it = self._cached(nodes)
-        for node in (progress_bar(it, total=len(nodes), leave=False) if progress else it):
+        for node in step_bar(it, total=len(nodes), leave=False, progress=progress, label='nodes scored'):
             try: s = self.probe(node, f)
             except LookupError as e: skipped[node] = str(e); continue
             except Exception as e: failed[node] = f"{type(e).__name__}: {e}"[:500]; scores.pop(node, None); continue

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn, Tensor
 from fastcore.basics import store_attr
-from fastprogress.fastprogress import progress_bar
+from ..core.progress import step_bar
 from ..core.calib import calib_batches
 from ..core.utils import run_model, to_device, model_device
 from ..core.metrics import output_distance, get_metric, metric_name
@@ -85,7 +85,7 @@ class TorchSensitivity:
         if unknown: raise ValueError(f"not layers of the Quantizer: {unknown[:5]}; see `Quantizer.layers`")
         f = get_metric(metric)
         scores, failed, t0 = {}, {}, time.perf_counter()
-        for n in (progress_bar(layers, leave=False) if progress else layers):
+        for n in step_bar(layers, leave=False, progress=progress, label='layers scored'):
             try: s = self.probe(n, dtype, f)
             except Exception as e: failed[n] = f"{type(e).__name__}: {e}"[:500]; continue
             if math.isfinite(s): scores[n] = max(s, 0.0)
