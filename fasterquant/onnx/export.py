@@ -19,8 +19,8 @@ from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'widened', 'to_qdq', 'compact_onnx', 'live_taps',
-           'drop_dead_taps', 'export_quantizer', 'dequantized_weights', 'ExportReport', 'export_report',
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'gather_bq', 'widened', 'to_qdq', 'compact_onnx',
+           'live_taps', 'drop_dead_taps', 'export_quantizer', 'dequantized_weights', 'ExportReport', 'export_report',
            'adaround_to_onnx']
 
 # %% ../../nbs/onnx/01_export.ipynb #37a99fbd
@@ -182,6 +182,41 @@ def weight_dq(name:str, # value name prefix for the new initializers
     node = helper.make_node('DequantizeLinear', [t.name for t in inits], [out], name=f"{name}.weight_DequantizeLinear", **g.onnx_attrs(transposed))
     return inits, node
 
+# %% ../../nbs/onnx/01_export.ipynb #7270c4a2
+def _pack4(u:np.ndarray) -> np.ndarray:
+    "Unsigned 4-bit values `[..., n]` packed two to a byte along the last axis (the first in the low nibble; an odd last one padded with 0)."
+    if u.shape[-1] % 2: u = np.concatenate([u, np.zeros(u.shape[:-1] + (1,), u.dtype)], -1)
+    return (u[..., 0::2] | (u[..., 1::2] << 4)).astype(np.uint8)
+
+def gather_bq(name:str, # value name prefix for the new initializers
+              spec:QuantSpec, # the table's exact integers and scales ([rows, dim], per row or in groups along the row)
+              out:str, # the value the `Gather` produced
+              indices:str): # the `Gather`'s indices input
+    "Initializers and the `GatherBlockQuantized` node (ONNX Runtime, `com.microsoft`) that looks rows up in `spec`'s integer table exactly; None where the format does not fit."
+    g, bits = spec.granularity, spec.dtype.container_bits
+    if spec.q.dim() != 2 or bits not in (4, 8): return None
+    rows, dim = spec.q.shape
+    if g.name == 'channel' and g.axis == 0:
+        if dim < 16: return None
+        bs = min(128, 1 << (dim.bit_length() - 1))
+        nb = -(-dim // bs)
+        s = spec.scale.detach().float().cpu().reshape(rows, 1).expand(rows, nb)
+        zp = spec.zero_point.cpu().reshape(rows, 1).expand(rows, nb)
+    elif g.name == 'group' and g.axis == 1 and g.group_size >= 16 and g.group_size & (g.group_size - 1) == 0:
+        bs, nb = g.group_size, -(-dim // g.group_size)
+        s, zp = spec.scale.detach().float().cpu().reshape(rows, nb), spec.zero_point.cpu().reshape(rows, nb)
+    else: return None
+    off = (1 << (bits - 1)) if spec.dtype.signed else 0   # stored unsigned: a signed grid moves up by half the container
+    u = (spec.q.cpu().numpy().astype(np.int16) + off).astype(np.uint8)
+    z = (zp.numpy().astype(np.int16) + off).astype(np.uint8)
+    if bits == 4: u, z = _pack4(u), _pack4(z)
+    inits = [numpy_helper.from_array(np.ascontiguousarray(u), f"{name}.weight_quantized"),
+             numpy_helper.from_array(np.ascontiguousarray(s.numpy(), dtype=np.float32), f"{name}.weight_scale"),
+             numpy_helper.from_array(np.ascontiguousarray(z), f"{name}.weight_zero_point")]
+    node = helper.make_node('GatherBlockQuantized', [inits[0].name, indices, inits[1].name, inits[2].name], [out], name=f"{name}.GatherBlockQuantized",
+                            domain='com.microsoft', gather_axis=0, quantize_axis=1, block_size=bs, bits=bits)
+    return inits, node
+
 # %% ../../nbs/onnx/01_export.ipynb #b3a7c6a0
 META_KEY = 'fasterquant'
 
@@ -235,7 +270,8 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
            quantizer:Quantizer, # holds the exact `specs`, the activation grids and the quantized biases
            opset:int=None, # the proto's opset (read from it by default)
            compact:bool=True, # drop what the file does not need (see above)
-           unsigned8:bool=False): # int8 weights stored as uint8 + 128 (see `weight_dq`)
+           unsigned8:bool=False, # int8 weights stored as uint8 + 128 (see `weight_dq`)
+           quantized_gather:bool=True): # embedding tables read only by `Gather` as ONNX Runtime's `GatherBlockQuantized` where the format fits (`gather_bq`); False: `DequantizeLinear` → `Gather`
     "A copy of `proto` whose quantized weights (and biases) are `DequantizeLinear` of the exact integers, compacted."
     proto = copy.deepcopy(proto)
     opset = opset or next(o.version for o in proto.opset_import if o.domain in ('', 'ai.onnx'))
@@ -245,7 +281,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
     dq_in = lambda v: v in ix.producer and nodes[ix.producer[v]].op_type == 'DequantizeLinear'
-    drop, new_inits, dq_nodes, weights, defined, seen, scales, skipped = set(), [], [], OrderedDict(), set(), {}, {}, []
+    drop, new_inits, dq_nodes, weights, defined, seen, scales, skipped, gathers = set(), [], [], OrderedDict(), set(), {}, {}, [], {}
     for name in quantizer.specs:
         sp, w = _layer_weight(quantizer, name)
         value, transposed = _locate(ix, nodes, name, w)
@@ -256,6 +292,18 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
             weights[name] = weights[owner]; continue
         seen[value] = name
         out, cons = value, ix.consumers.get(value, [])
+        gb = (quantized_gather and isinstance(quantizer.layers[name], nn.Embedding) and not transposed and cons and value not in ix.outputs
+              and all(nodes[i].op_type == 'Gather' and nodes[i].input[0] == value and _attr(nodes[i], 'axis', 0) == 0 for i in cons)
+              and gather_bq(name, sp, nodes[cons[0]].output[0], nodes[cons[0]].input[1]))
+        if gb:   # rows gathered from the integer table, only they dequantized
+            inits, node = gb
+            for k, i in enumerate(cons):
+                nk = copy.deepcopy(node); nk.input[1], nk.output[0] = nodes[i].input[1], nodes[i].output[0]
+                if k: nk.name = f"{node.name}_{k}"
+                dq_nodes.append(nk); drop.add(i)
+            if value in ix.producer: drop.add(ix.producer[value])
+            new_inits += inits; gathers[name] = node.output[0]
+            continue
         if (not transposed and w.ndim == 2 and len(cons) == 1 and _transpose_2d(nodes[cons[0]]) and value not in ix.outputs
                 and _fold_ok(sp, quantizer.act_quants.get(name))):
             out, transposed = nodes[cons[0]].output[0], True
@@ -298,13 +346,15 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     keep = [t for t in g.initializer if t.name in used and t.name not in defined]
     del g.node[:]; g.node.extend(out_nodes)
     del g.initializer[:]; g.initializer.extend(keep + new_inits)
+    if gathers and not any(o.domain == 'com.microsoft' for o in proto.opset_import): proto.opset_import.append(helper.make_opsetid('com.microsoft', 1))
     if opset >= 21: proto.ir_version = max(proto.ir_version, 10)
     rename = _compact(proto, weight_only=quantizer.act_dtype is None) if compact else {}
     meta = {'w': {l: rename.get(v[0], v[0]) for l, v in weights.items()},
+            'g': {l: rename.get(v, v) for l, v in gathers.items()},
             't': [l for l, v in weights.items() if v[1]],
             's': skipped,
-            'd': {l: v[2] for l, v in weights.items() if v[2].upper() != v[3]},
-            'a': None if quantizer.act_dtype is None else str(quantizer.act_dtype)}
+            'd': {**{l: v[2] for l, v in weights.items() if v[2].upper() != v[3]}, **{l: str(quantizer.specs[l].dtype) for l in gathers}},
+            'a': None if quantizer.act_dtype is None else f"{quantizer.act_dtype}{' dynamic' if quantizer.act_ranges == 'dynamic' else ''}"}
     meta = {k: v for k, v in meta.items() if v}   # (empty fields are left out: every byte counts in a small model's file)
     helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props}, META_KEY: json.dumps(meta, separators=(',', ':'))})
     return proto
@@ -629,7 +679,25 @@ def _meta(proto):
 def _weight_dqs(proto, meta):
     "`{layer: its weight's DequantizeLinear node}`."
     by_out = {n.output[0]: n for n in proto.graph.node if n.op_type == 'DequantizeLinear'}
-    return {l: by_out[v] for l, v in meta['w'].items()}
+    return {l: by_out[v] for l, v in meta.get('w', {}).items()}
+
+def _weight_gathers(proto, meta):
+    "`{layer: its table's GatherBlockQuantized node}` (see `gather_bq`)."
+    by_out = {n.output[0]: n for n in proto.graph.node if n.op_type == 'GatherBlockQuantized'}
+    return {l: by_out[v] for l, v in meta.get('g', {}).items()}
+
+def _gather_tables(proto, gathers:dict) -> dict:
+    "`{layer: float32 table}`: every row of each `GatherBlockQuantized` table, as ONNX Runtime dequantizes it."
+    if not gathers: return {}
+    t, nodes, inits, outs = _stored_tensors(proto), [], [], []
+    for l, n in gathers.items():
+        rows = f"{l}.all_rows"
+        inits += [t[v] for v in n.input if v in t] + [numpy_helper.from_array(np.arange(t[n.input[0]].dims[0], dtype=np.int64), rows)]
+        nk = copy.deepcopy(n); nk.input[1], nk.output[0] = rows, f"{l}.table"; nodes.append(nk)
+        outs.append(helper.make_tensor_value_info(nk.output[0], TensorProto.FLOAT, None))
+    inits = list({i.name: i for i in inits}.values())
+    m = helper.make_model(helper.make_graph(nodes, 'tables', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
+    return dict(zip(gathers, ort_session(m, optimize=False).run(None, {})))
 
 def _stored_tensors(proto) -> dict:
     "`{value: TensorProto}`: the initializers, and the values a `Cast` or `Slice` makes of one (the whole tensor stored) or a `Split` of a packed tensor (its piece, see `_smaller_floats`), as the file stores them."
@@ -664,8 +732,9 @@ def dequantized_weights(path) -> dict:
     graph, inits = _constant_graph(proto, [n.output[0] for n in nodes])   # (with the `Cast`s that widen 4-bit weights and the `Split` of packed scales)
     outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes]
     m = helper.make_model(helper.make_graph(graph, 'weights', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
-    res = dict(zip((n.output[0] for n in nodes), ort_session(m, optimize=False).run(None, {})))
-    return {l: (res[n.output[0]].T if l in meta.get('t', []) else res[n.output[0]]) for l, n in dqs.items()}
+    res = dict(zip((n.output[0] for n in nodes), ort_session(m, optimize=False).run(None, {}))) if nodes else {}
+    return {**{l: (res[n.output[0]].T if l in meta.get('t', []) else res[n.output[0]]) for l, n in dqs.items()},
+            **_gather_tables(proto, _weight_gathers(proto, meta))}
 
 # %% ../../nbs/onnx/01_export.ipynb #fdebe4ae
 class ExportReport:
@@ -712,6 +781,19 @@ def export_report(path, # an ONNX file written by `export_onnx`
         seen.add(id(n))
         wb += sum(inits[v].ByteSize() for v in n.input if v in inits)
         fwb += 4 * int(np.prod(qt.dims))
+    for l, n in _weight_gathers(proto, meta).items():   # embedding tables gathered from their integers
+        qt, st = inits[n.input[0]], numpy_helper.to_array(inits[n.input[2]])
+        bs, bits = _attr(n, 'block_size', 128), _attr(n, 'bits', 4)
+        dt = meta.get('d', {}).get(l, f"uint{bits}")
+        r = dict(layer=l, dtype=dt, onnx_dtype=f"UINT8 ({'2 per byte, ' if bits == 4 else ''}GatherBlockQuantized)",
+                 granularity='channel' if np.all(st == st[:, :1]) else f"group{bs}", act_dtype=meta.get('a', 'float32'))
+        if quantizer is not None:
+            sp = quantizer.specs[l]
+            d = np.abs(dq[l].astype(np.float64)[:, :sp.q.shape[1]] - sp.dequantize().numpy())
+            r.update(max_abs_diff=float(d.max()), max_diff_steps=float((d / sp.expanded()[0].abs().numpy()).max()))
+        layers.append(r); counts[f"{dt} (GatherBlockQuantized)"] += 1
+        wb += sum(inits[v].ByteSize() for v in n.input if v in inits)
+        fwb += 4 * int(qt.dims[0]) * int(qt.dims[1]) * (8 // bits)
     return ExportReport(str(path), os.path.getsize(path), meta.get('f'), wb, fwb, dict(counts), layers)
 
 # %% ../../nbs/onnx/01_export.ipynb #b4795cab

@@ -17,8 +17,8 @@ from .grid import qparams_from_range
 from ..core.calib import token_rows
 
 # %% auto #0
-__all__ = ['QUANTIZED_OPS', 'QDQ', 'ActQuant', 'ActPoint', 'node_kind', 'PlacementError', 'Unit', 'Placement', 'place_points',
-           'PlacedForward', 'install_placement', 'uninstall_placement']
+__all__ = ['QUANTIZED_OPS', 'QDQ', 'dynamic_qparams', 'DynamicQDQ', 'ActQuant', 'ActPoint', 'node_kind', 'PlacementError', 'Unit',
+           'Placement', 'place_points', 'PlacedForward', 'install_placement', 'uninstall_placement']
 
 # %% ../../nbs/quantize/06b_placement.ipynb #3b3f6ae7
 class QDQ(torch.autograd.Function):
@@ -41,6 +41,26 @@ class QDQ(torch.autograd.Function):
             x = g.op('Clip', x, *[g.op('Constant', value_t=torch.tensor(e, dtype=torch.float32)) for e in ends])
         return g.op('DequantizeLinear', g.op('QuantizeLinear', x, s, z), s, z)
 
+def dynamic_qparams(x:Tensor) -> tuple:
+    "`(scale, zero_point)` of ONNX `DynamicQuantizeLinear` for `x`: uint8 over `[min(x, 0), max(x, 0)]`, the zero point rounded half to even."
+    lo, hi = torch.clamp(x.detach().min().float(), max=0), torch.clamp(x.detach().max().float(), min=0)
+    s = (hi - lo) / 255
+    s = torch.where(s > 0, s, torch.ones_like(s))   # an all-zero tensor: any scale gives zeros
+    return s, torch.round(torch.clamp(-lo / s, 0, 255))
+
+class DynamicQDQ(torch.autograd.Function):
+    "`x` quantized as `DynamicQuantizeLinear` does at run time (uint8, its own range per call) and dequantized; straight-through gradient."
+    @staticmethod
+    def forward(ctx, x):
+        s, zp = dynamic_qparams(x)
+        return (torch.clamp(torch.round(x / s) + zp, 0, 255) - zp) * s
+    @staticmethod
+    def backward(ctx, g): return g
+    @staticmethod
+    def symbolic(g, x):
+        q, s, zp = g.op('DynamicQuantizeLinear', x, outputs=3)
+        return g.op('DequantizeLinear', q, s, zp)
+
 # %% ../../nbs/quantize/06b_placement.ipynb #1d54ab05
 _FLT_EPS = float(np.finfo(np.float32).eps)
 
@@ -48,10 +68,12 @@ class ActQuant:
     "An activation grid: observes min/max while `observing`, then fake-quantizes per tensor with the calibrated scale and zero point."
     def __init__(self,
                  dtype, # activation format, e.g. 'uint8'
-                 cap:float=None): # the range's upper bound (6 after a ReLU6, so ONNX Runtime can fuse the Clip)
-        self.dtype, self.cap = get_dtype(dtype), cap
+                 cap:float=None, # the range's upper bound (6 after a ReLU6, so ONNX Runtime can fuse the Clip)
+                 dynamic:bool=False): # no calibrated range: each call quantizes with its own (`DynamicQuantizeLinear`, uint8 only)
+        self.dtype, self.cap, self.dynamic = get_dtype(dtype), cap, dynamic
+        if dynamic and self.dtype.name != 'uint8': raise ValueError(f"dynamic activation ranges are uint8 (ONNX DynamicQuantizeLinear), got {self.dtype}")
         self.lo = self.hi = self.scale = self.zero_point = None
-        self.observing = True
+        self.observing = not dynamic
     def observe(self, x:Tensor):
         "Widen the range to `x`'s real tokens (`token_rows`: padding left out inside a `token_scope`)."
         x = token_rows(x.detach())
@@ -60,7 +82,8 @@ class ActQuant:
         self.lo = lo if self.lo is None else torch.minimum(self.lo, lo)
         self.hi = hi if self.hi is None else torch.maximum(self.hi, hi)
     def freeze(self):
-        "Fix the scale and zero point from what was observed."
+        "Fix the scale and zero point from what was observed (a dynamic grid has none to fix)."
+        if self.dynamic: return
         if self.lo is None: raise ValueError("no activations observed: run calibration batches through the model first")
         if not (torch.isfinite(self.lo) and torch.isfinite(self.hi)):
             raise ValueError(f"observed activation range [{float(self.lo)}, {float(self.hi)}] is not finite: check the calibration data and model")
@@ -73,6 +96,7 @@ class ActQuant:
         self.observing = False
     def fake(self, x:Tensor) -> Tensor:
         "`x` on this grid, with a straight-through gradient (exports as a `QuantizeLinear`/`DequantizeLinear` pair)."
+        if self.dynamic: return DynamicQDQ.apply(x)
         d = self.dtype
         return QDQ.apply(x, float(self.scale), int(self.zero_point), d.qmin, d.qmax, d.signed)
     def __call__(self, module, args):
@@ -81,7 +105,9 @@ class ActQuant:
         if not isinstance(x, Tensor) or not x.is_floating_point(): return None
         if self.observing: self.observe(x); return None
         return (self.fake(x),) + tuple(args[1:])
-    def __repr__(self): return f"ActQuant({self.dtype}, scale={'-' if self.scale is None else format(float(self.scale), '.4g')})"
+    def __repr__(self):
+        if self.dynamic: return f"ActQuant({self.dtype}, dynamic)"
+        return f"ActQuant({self.dtype}, scale={'-' if self.scale is None else format(float(self.scale), '.4g')})"
 
 # %% ../../nbs/quantize/06b_placement.ipynb #4ec381bd
 class ActPoint(nn.Module):

@@ -49,7 +49,8 @@ class Quantizer:
                  layer_types=QUANTIZABLE, # module types whose `weight` is quantized
                  inplace:bool=False, # quantize `model` itself instead of a copy
                  fold_bn:bool=True, # fold BatchNorm into the layer before it before choosing grids (False: keep it, slower exports)
-                 param_dtype:str='float32'): # float format of the scales, float biases and other float parameters: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
+                 param_dtype:str='float32', # float format of the scales, float biases and other float parameters: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
+                 act_ranges:str='static'): # 'static': ranges calibrated on data; 'dynamic': each call's own range (uint8, linear layers' inputs, `DynamicQuantizeLinear`)
         if not isinstance(model, nn.Module): raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
         self.granularity = get_granularity(granularity, group_size)
         self.context, self.criteria = get_context(context), get_criteria(criteria)
@@ -58,6 +59,10 @@ class Quantizer:
             raise ValueError(f"schedule={self.schedule.name!r} ramps quantization over training: pass it to "
                              "QuantizeCallback(schedule=...) in a fastai Learner; the post-training Quantizer is one-shot")
         self.act_dtype = None if act_dtype is None else get_dtype(act_dtype)
+        if act_ranges not in ('static', 'dynamic'): raise ValueError(f"act_ranges must be 'static' or 'dynamic', got {act_ranges!r}")
+        if act_ranges == 'dynamic' and (self.act_dtype is None or self.act_dtype.name != 'uint8'):
+            raise ValueError(f"act_ranges='dynamic' quantizes activations to uint8 at run time (DynamicQuantizeLinear): pass act_dtype='uint8', got {self.act_dtype}")
+        self.act_ranges = act_ranges
         if not isinstance(fold_bn, bool): raise TypeError(f"fold_bn must be True or False, got {fold_bn!r}")
         self.layer_types, self.inplace, self.fold_bn = _check_layer_types(layer_types), inplace, fold_bn
         self.param_dtype = check_param_dtype(param_dtype)
@@ -72,7 +77,8 @@ class Quantizer:
     def __repr__(self):
         return (f"Quantizer(granularity={self.granularity}, context={self.context}, criteria={self.criteria}, "
                 f"schedule={self.schedule.name}, dtype={self.dtype}, act_dtype={self.act_dtype}, layers={len(self.layers)}"
-                + (f", param_dtype={self.param_dtype})" if self.param_dtype != 'float32' else ")"))
+                + (f", param_dtype={self.param_dtype}" if self.param_dtype != 'float32' else "")
+                + (", act_ranges='dynamic')" if self.act_ranges == 'dynamic' else ")"))
 
     @property
     def skipped(self) -> list:
@@ -262,7 +268,7 @@ class Quantizer:
     def _needs_calib(self) -> list:
         return [what for what, flag in [(f"criteria={self.criteria.name}", self.criteria.needs_data),
                                         (f"context={self.context.name}", self.context.needs_data),
-                                        (f"act_dtype={self.act_dtype}", self.act_dtype is not None)] if flag]
+                                        (f"act_dtype={self.act_dtype}", self.act_dtype is not None and self.act_ranges == 'static')] if flag]
 
     def quantize_model(self,
                        calib=None, # calibration data (needed by AdaRound/GPTQ, exclusion/mixed contexts and `act_dtype`)
@@ -283,7 +289,8 @@ class Quantizer:
             self.set_specs({n: self.grid_spec(self.float_weight(n), dt, n)
                             for n, dt in self.plan.items() if dt is not None})
             self.criteria.fit(self, calib, **kwargs)
-            if self.act_dtype is not None: self.calibrate_activations(calib)
+            if self.act_ranges == 'dynamic': self.dynamic_activations()
+            elif self.act_dtype is not None: self.calibrate_activations(calib)
         except LayerwiseError:      # fasterquant's own engine: its message names the layer, the shapes and the cause
             self.remove(); raise
         except RuntimeError as e:   # raised by the model itself, running on the calibration data
@@ -294,6 +301,14 @@ class Quantizer:
         except BaseException:
             self.remove(); raise
         return self.model
+
+    def dynamic_activations(self):
+        "Quantize the inputs of the quantized 8-bit linear layers with each call's own uint8 range (`ActQuant(dynamic=True)`), as ONNX Runtime's `DynamicQuantizeMatMul` runs them."
+        self._drop_acts()
+        self.act_quants = OrderedDict((n, ActQuant(self.act_dtype, dynamic=True)) for n, sp in self.specs.items()
+                                      if isinstance(self.layers[n], nn.Linear) and sp.dtype.container_bits == 8)
+        if not self.act_quants: raise ValueError("act_ranges='dynamic' quantizes the inputs of 8-bit nn.Linear layers and this Quantizer has none: use dtype='int8' with nn.Linear in layer_types")
+        self._add_act_hooks()
 
     def calibrate_activations(self, calib):
         "Place activation grids where the runtime quantizes tensors (layer inputs if fx cannot trace the model), calibrate them on `calib`."
@@ -356,7 +371,7 @@ class Quantizer:
             sp, aq = self.specs.get(n), self.act_quants.get(n)
             rows.append(dict(layer=n, type=type(m).__name__, shape=tuple(m.weight.shape),
                              dtype=str(sp.dtype) if sp else 'float32', granularity=str(sp.granularity) if sp else '-',
-                             criteria=self.criteria.name if sp else '-', act=str(aq.dtype) if aq else 'float32'))
+                             criteria=self.criteria.name if sp else '-', act=(f"{aq.dtype} dyn" if aq.dynamic else str(aq.dtype)) if aq else 'float32'))
         return rows
 
     def size_bits(self) -> dict:
