@@ -5,8 +5,8 @@ wrapped by `TokenEncoder` as `(input_ids, attention_mask, token_type_ids) -> las
 Text: `doc_sentences()`, English sentences of Python's reference docs; the first 256 calibrate (tokenized, padded to the
 longest sentence of each batch of 32), the other ones (disjoint, at least 1000) are the test set.
 Rows: float; fasterquant int8 weights, W8A8 static; ONNX Runtime `quantize_dynamic` and `quantize_static` (QDQ, per channel);
-fasterquant int4 per channel on every linear layer and the embeddings with round-to-nearest (MSE grid), GPTQ, AdaRound
-layer by layer, and AdaRound with each transformer layer as a block (BRECQ); ONNX Runtime's `MatMulNBitsQuantizer`
+fasterquant W8A8 dynamic; fasterquant int4 in groups of 32 on every linear layer and the embeddings with round-to-nearest (MSE grid,
+and per channel), GPTQ, AdaRound layer by layer, and AdaRound with each transformer layer as a block (BRECQ); ONNX Runtime's `MatMulNBitsQuantizer`
 (RTN, and GPTQ where its dependency is installed).
 Columns: mean and 1st-percentile cosine of the mean-pooled, normalised sentence embeddings with float's (computed by
 ONNX Runtime from the file), top-10 neighbour agreement (share of each test sentence's 10 nearest test sentences that
@@ -81,10 +81,10 @@ def main():
     import onnxruntime as ort; res['onnxruntime'] = ort.__version__
     blocks = [f"m.encoder.layer.{i}" for i in range(6)]
     lin_emb = [nn.Linear, nn.Embedding]
-    def fq(dtype, crit, types=lin_emb, act=None, gran='channel'):
+    def fq(dtype, crit, types=lin_emb, act=None, gran='channel', ranges='static'):
         def f(path):
-            q = Quantizer(model, dtype=dtype, granularity=gran, criteria=crit, act_dtype=act, layer_types=types)
-            q.quantize_model(cal); q.export_onnx(sample, path)
+            q = Quantizer(model, dtype=dtype, granularity=gran, criteria=crit, act_dtype=act, layer_types=types, act_ranges=ranges)
+            q.quantize_model(None if ranges == 'dynamic' and crit in ('minmax', 'mse') else cal); q.export_onnx(sample, path)
         return f
     def ort_dynamic(path):
         from onnxruntime.quantization import quantize_dynamic
@@ -95,23 +95,27 @@ def main():
     def ort_nbits(algo):
         def f(path):
             from onnxruntime.quantization import matmul_nbits_quantizer as mq, QuantFormat
-            cfg = (mq.GPTQWeightOnlyQuantConfig(calibration_data_reader=Reader(cal, names), block_size=128) if algo == 'gptq'
-                   else mq.DefaultWeightOnlyQuantConfig(block_size=128, is_symmetric=True))
-            qz = mq.MatMulNBitsQuantizer(onnx.load(str(fpath)), block_size=128, is_symmetric=True, algo_config=cfg)
+            cfg = (mq.GPTQWeightOnlyQuantConfig(calibration_data_reader=Reader(cal, names), block_size=G) if algo == 'gptq'
+                   else mq.DefaultWeightOnlyQuantConfig(block_size=G, is_symmetric=True))
+            qz = mq.MatMulNBitsQuantizer(onnx.load(str(fpath)), block_size=G, is_symmetric=True, algo_config=cfg)
             qz.process(); qz.model.save_model_to_file(str(path), False)
         return f
+    G = 32   # the 4-bit group size of every grouped row (fasterquant's and ONNX Runtime's)
+    g = Group(G)
     configs = {
         'float': (None, 'float32'),
         'fq int8 weights': (fq('int8', 'minmax'), 'W8 per channel, linears + embeddings'),
         'fq W8A8 static': (fq('int8', 'minmax', [nn.Linear], 'uint8'), 'W8A8, static uint8 activation ranges (real tokens only)'),
+        'fq W8A8 dynamic': (fq('int8', 'minmax', lin_emb, 'uint8', ranges='dynamic'), 'W8A8, dynamic uint8 activations (act_ranges=dynamic), embeddings int8'),
         'ort quantize_dynamic': (ort_dynamic, 'ORT W8A8 dynamic (MatMulInteger)'),
         'ort quantize_static': (ort_static, 'ORT QDQ W8A8 static, per channel'),
-        'fq int4 rtn': (fq('int4', 'mse'), 'W4 per channel, MSE grid, round to nearest'),
-        'fq int4 gptq': (fq('int4', 'gptq'), 'W4 per channel, GPTQ'),
-        'fq int4 adaround': (fq('int4', AdaRound()), 'W4 per channel, AdaRound layer by layer'),
-        'fq int4 adaround blocks': (fq('int4', AdaRound(blocks=blocks)), 'W4 per channel, AdaRound, each transformer layer a block'),
-        'ort int4 rtn': (ort_nbits('rtn'), 'ORT MatMulNBits RTN, block 128, symmetric (linears only)'),
-        'ort int4 gptq': (ort_nbits('gptq'), 'ORT MatMulNBits GPTQ, block 128 (linears only)'),
+        'fq int4 rtn channel': (fq('int4', 'mse'), 'W4 per channel, MSE grid, round to nearest'),
+        'fq int4 rtn': (fq('int4', 'mse', gran=g), f'W4 group {G}, MSE grid, round to nearest'),
+        'fq int4 gptq': (fq('int4', 'gptq', gran=g), f'W4 group {G}, GPTQ'),
+        'fq int4 adaround': (fq('int4', AdaRound(), gran=g), f'W4 group {G}, AdaRound layer by layer'),
+        'fq int4 adaround blocks': (fq('int4', AdaRound(blocks=blocks), gran=g), f'W4 group {G}, AdaRound, each transformer layer a block'),
+        'ort int4 rtn': (ort_nbits('rtn'), f'ORT MatMulNBits RTN, block {G}, symmetric (linears only)'),
+        'ort int4 gptq': (ort_nbits('gptq'), f'ORT MatMulNBits GPTQ, block {G} (linears only)'),
     }
     rows = res['rows']
     ef = embeddings(fpath, test); nf = neighbours(ef)

@@ -182,7 +182,7 @@ def weight_dq(name:str, # value name prefix for the new initializers
     node = helper.make_node('DequantizeLinear', [t.name for t in inits], [out], name=f"{name}.weight_DequantizeLinear", **g.onnx_attrs(transposed))
     return inits, node
 
-# %% ../../nbs/onnx/01_export.ipynb #7270c4a2
+# %% ../../nbs/onnx/01_export.ipynb #05e18fcc
 def _pack4(u:np.ndarray) -> np.ndarray:
     "Unsigned 4-bit values `[..., n]` packed two to a byte along the last axis (the first in the low nibble; an odd last one padded with 0)."
     if u.shape[-1] % 2: u = np.concatenate([u, np.zeros(u.shape[:-1] + (1,), u.dtype)], -1)
@@ -281,7 +281,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
     dq_in = lambda v: v in ix.producer and nodes[ix.producer[v]].op_type == 'DequantizeLinear'
-    drop, new_inits, dq_nodes, weights, defined, seen, scales, skipped, gathers = set(), [], [], OrderedDict(), set(), {}, {}, [], {}
+    drop, new_inits, dq_nodes, weights, defined, seen, scales, skipped, gathers, swap = set(), [], [], OrderedDict(), set(), {}, {}, [], {}, {}
     for name in quantizer.specs:
         sp, w = _layer_weight(quantizer, name)
         value, transposed = _locate(ix, nodes, name, w)
@@ -300,7 +300,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
             for k, i in enumerate(cons):
                 nk = copy.deepcopy(node); nk.input[1], nk.output[0] = nodes[i].input[1], nodes[i].output[0]
                 if k: nk.name = f"{node.name}_{k}"
-                dq_nodes.append(nk); drop.add(i)
+                swap[i] = nk   # in the Gather's place: its indices may be computed in the graph
             if value in ix.producer: drop.add(ix.producer[value])
             new_inits += inits; gathers[name] = node.output[0]
             continue
@@ -341,7 +341,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
                          "or the model was exported from another module")
     if skipped: warnings.warn(f"{len(skipped)} quantized layer(s) not in the exported graph (not on the path to its outputs) left out of the file: "
                               f"{', '.join(skipped[:5])}{', ...' if len(skipped) > 5 else ''}")
-    out_nodes = dq_nodes + [n for i, n in enumerate(nodes) if i not in drop]
+    out_nodes = dq_nodes + [swap.get(i, n) for i, n in enumerate(nodes) if i not in drop]
     used = {v for n in out_nodes for v in n.input} | ix.outputs
     keep = [t for t in g.initializer if t.name in used and t.name not in defined]
     del g.node[:]; g.node.extend(out_nodes)
@@ -642,7 +642,8 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
                      dynamic_sequence:bool=None, # dim 1 dynamic where it is the token length (default: when an input is a [batch, tokens] integer tensor)
                      check_runtime:bool=True, # fail early if onnxruntime is too old for INT4
                      compact:bool=True, # the compact file (see `to_qdq`)
-                     int8_weights:str='auto') -> Path: # 'int8', 'uint8' (+128, zero point 128: exact where int8 products saturate), or 'auto': 'uint8' for W8A8 when this machine's ORT saturates (`ort_int8_saturates`)
+                     int8_weights:str='auto', # 'int8', 'uint8' (+128, zero point 128: exact where int8 products saturate), or 'auto': 'uint8' for W8A8 when this machine's ORT saturates (`ort_int8_saturates`)
+                     quantized_gather:bool=True) -> Path: # embedding tables as ONNX Runtime's `GatherBlockQuantized` where the format fits (False: standard `DequantizeLinear` → `Gather`)
     "Write a QDQ ONNX model whose weights are exactly `q`'s integers and scales; returns the path."
     if not isinstance(q, Quantizer): raise TypeError(f"expected a Quantizer, got {type(q).__name__}")
     if int8_weights not in ('auto', 'int8', 'uint8'): raise ValueError(f"int8_weights must be 'auto', 'int8' or 'uint8', got {int8_weights!r}")
@@ -662,7 +663,7 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
     with atomic_path(path) as tmp:
         traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names, dynamic_sequence)
         u8 = int8_weights == 'uint8' or (int8_weights == 'auto' and bool(q.act_quants) and ort_int8_saturates())
-        proto = to_qdq(traced, q, opset, compact, unsigned8=u8)
+        proto = to_qdq(traced, q, opset, compact, unsigned8=u8, quantized_gather=quantized_gather)
         meta = json.loads({p.key: p.value for p in proto.metadata_props}[META_KEY])
         helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props},
                                        META_KEY: json.dumps({**meta, 'f': _float_bytes(traced)}, separators=(',', ':'))})

@@ -358,7 +358,7 @@ class Quantizer:
                     sample, # an example input (a tensor, a tuple of tensors, or a dict of keyword inputs); its batch dim stays dynamic
                     path, # where to write the `.onnx` file (atomically: no file on error)
                     opset:int=None, # ONNX opset: default the lowest that holds the formats, at least 17
-                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `dynamic_sequence`, `input_names`, `output_names`, `check_runtime`, `int8_weights`
+                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `dynamic_sequence`, `input_names`, `output_names`, `check_runtime`, `int8_weights`, `quantized_gather`
         "Write a QDQ ONNX model whose weights are exactly this Quantizer's integers and scales; returns the path."
         from fasterquant.onnx.export import export_quantizer
         return export_quantizer(self, sample, path, opset=opset, **kwargs)
