@@ -63,7 +63,7 @@ class Reader:
 
 VIT_ROWS = ('vit rtn', 'vit gptq', 'vit adaround', 'vit adaround blocks')
 
-def vit_rows(res, only, runs):
+def vit_rows(res, only):
     "The 4-block ViT of this repo (timm, trained on Fashion-MNIST, shipped): INT4 per channel on every linear layer, top-1 on the 10,000 test images in ONNX Runtime."
     from fasterquant.onnx.runtime import ort_session
     data, net = fashion_mnist(), trained_model('vit_fmnist').eval()
@@ -114,7 +114,7 @@ def main():
     def fq(dtype, crit, types=lin_emb, act=None, gran='channel', ranges='static'):
         def f(path):
             q = Quantizer(model, dtype=dtype, granularity=gran, criteria=crit, act_dtype=act, layer_types=types, act_ranges=ranges)
-            q.quantize_model(None if ranges == 'dynamic' and crit in ('minmax', 'mse') else cal); q.export_onnx(sample, path)
+            q.quantize_model(cal); q.export_onnx(sample, path)
         return f
     ppath = d/'float_pre.onnx'   # ONNX Runtime's documented first step (`quant_pre_process`): without it its quantizers skip every MatMul
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -150,7 +150,7 @@ def main():
         'ort int4 rtn': (ort_nbits('rtn'), f'ORT MatMulNBits RTN, block {G}, symmetric (linears only)'),
         'ort int4 gptq': (ort_nbits('gptq'), f'ORT MatMulNBits GPTQ, block {G} (linears only)'),
     }
-    if a.only is None or any(n in VIT_ROWS for n in a.only): vit_rows(res, a.only, a.runs)
+    if a.only is None or any(n in VIT_ROWS for n in a.only): vit_rows(res, a.only)
     if a.only is not None and all(n in VIT_ROWS for n in a.only): write_results(a.out, res, markdown); return
     rows = res['rows']
     ef = embeddings(fpath, test); nf = neighbours(ef)

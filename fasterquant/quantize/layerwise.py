@@ -15,7 +15,7 @@ from torch.func import functional_call
 from fastcore.basics import store_attr
 from ..core.progress import walk_bar, step_bar
 from .criteria import Criteria
-from ..core.calib import calib_batches, CALIB_HELP
+from ..core.calib import calib_batches, token_rows, CALIB_HELP
 from ..core.utils import run_model, model_device
 
 # %% auto #0
@@ -310,11 +310,7 @@ def _engine_error(stage:str, name:str, module, e:Exception, xs:list=None) -> Lay
 
 def _token_rows(ts:list, masks:list) -> list:
     "Per batch, `[B, L, ..., D]` as `[n, D]` rows: only the tokens its mask marks where it has one laid out `[B, L]`, every position otherwise."
-    out = []
-    for t, m in zip(ts, masks):
-        if m is not None and t.dim() >= 3 and tuple(t.shape[:2]) == tuple(m.shape): t = t[m.to(t.device)]
-        out.append(t.reshape(-1, t.shape[-1]))
-    return out
+    return [(t if m is None else token_rows(t, m)).reshape(-1, t.shape[-1]) for t, m in zip(ts, masks)]
 
 def _cache(xs:list, ys:list, max_mem:float, generator=None,
            masks:list=None, # per batch, its `[batch, tokens]` token mask or None (with `rows`)
@@ -650,8 +646,7 @@ class TokenBlockJob(BlockJob):
     def _rows(self, t:Tensor, b:int, sl:slice) -> Tensor:
         "The rows of `t` the loss counts: the real tokens of batch `b`'s samples `sl` (every position without a mask)."
         m = self.masks[b]
-        if m is not None and t.dim() >= 3 and tuple(t.shape[:2]) == (sl.stop - sl.start, m.shape[1]): return t[m[sl].to(t.device)]
-        return t
+        return t if m is None else token_rows(t, m[sl])
     def loss(self, idx:slice, weights:dict) -> Tensor:
         "`recon_loss` over the real tokens of samples `idx` (a slice of the batches laid end to end) with `weights`."
         tot, n = 0., 0
