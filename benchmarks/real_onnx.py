@@ -26,6 +26,7 @@ from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_o
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
 from fasterquant.onnx.runtime import run_feeds
 from fasterquant.core.metrics import get_metric
+from fasterquant.core.progress import set_progress
 from results_io import add_results_args, write_results, rendered
 
 MODES = {'int8': dict(weight_type='int8', activation_type='int8', per_channel=True),
@@ -42,6 +43,14 @@ def int_weight_share(path, ref:onnx.ModelProto) -> float:
     by_name = {n.name: n for n in m.graph.node}
     ok = sum(any(prod.get(i) is not None and prod[i].op_type == 'DequantizeLinear' for i in by_name[n].input[1:]) for n in ops if n in by_name)
     return ok / max(1, len(ops))
+
+def ort_int4(prep, out, algo:str, calib:list, block:int=32):
+    "ONNX Runtime's own INT4: `MatMulNBitsQuantizer` (RTN or its GPTQ on `calib`, blocks of `block`, symmetric) on the pre-processed float file; it quantizes MatMul weights only."
+    from onnxruntime.quantization import matmul_nbits_quantizer as mq
+    cfg = (mq.GPTQWeightOnlyQuantConfig(calibration_data_reader=FeedReader(calib), block_size=block) if algo == 'gptq'
+           else mq.DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=True))
+    qz = mq.MatMulNBitsQuantizer(onnx.load(str(prep)), block_size=block, is_symmetric=True, algo_config=cfg)
+    qz.process(); qz.model.save_model_to_file(str(out), False)
 
 def joint_counts(*right) -> list[int]:
     "How many test inputs fall in each pattern of right / wrong over several files, pattern `sum(right_k << (n-1-k))`: enough to compare them pair by pair afterwards."
@@ -120,11 +129,12 @@ def main():
     ap.add_argument('--max-float', type=float, default=0.2, help="the default pick's cap on the share of targets in float (as `fasterquant onnx`)")
     ap.add_argument('--methods', nargs='+', default=['minmax', 'entropy', 'percentile'], help="activation calibration methods compared (w4a8: minmax only)")
     ap.add_argument('--model', default='ocr', choices=['ocr', 'cls', 'lite0', 'vit', 'vit12'], help="ocr: PP-OCRv6 recognizer; cls: PP-OCR's text-direction classifier; lite0 / vit (4 blocks) / vit12 (12 blocks): on Fashion-MNIST")
+    ap.add_argument('--merge', action='store_true', help="keep the modes of the existing results file that this run does not redo (each mode's rows come from one run)")
     add_results_args(ap, 'real_onnx')
     a = ap.parse_args()
     if a.model != 'ocr' and a.out == str(Path(__file__).parent / 'results' / 'real_onnx'): a.out += f'_{a.model}'
     if rendered(a, markdown): return
-    logging.getLogger().setLevel(logging.ERROR); warnings.simplefilter('ignore')
+    logging.getLogger().setLevel(logging.ERROR); warnings.simplefilter('ignore'); set_progress('quiet')
     tmp = Path(tempfile.mkdtemp(prefix='fq.bench.'))
     task = ocr_task(a, tmp) if a.model == 'ocr' else cls_task(a, tmp) if a.model == 'cls' else fmnist_task(a, tmp, a.model)
     rec, calib, test = task.path, task.calib, task.test
@@ -138,8 +148,9 @@ def main():
         c = np.asarray(task.correct(p), bool)
         r = dict(name=name, acc=float(c.mean()), distance=dist(ref, p), int_weights=int_weight_share(path, prep), mb=Path(path).stat().st_size / 1e6,
                  joint=joint_counts(*[right[k] for k in ('float', 'qs_all') if k in right], c),
-                 vs_qs_conv=joint_counts(right['qs_conv'], c) if 'qs_conv' in right else None, **extra)
-        if keep: right[keep] = c   # 'float', 'qs_all', 'qs_conv': the files every later row is compared with
+                 vs_qs_conv=joint_counts(right['qs_conv'], c) if 'qs_conv' in right else None,
+                 vs_ort={k: joint_counts(v, c) for k, v in right.items() if k.startswith('ort ')}, **extra)
+        if keep: right[keep] = c   # 'float', 'qs_all', 'qs_conv', 'ort rtn', 'ort gptq': the files every later row is compared with
         print(f"  {name:55s} acc {r['acc']:.1%}  dist {r['distance']:.4g}  int-w {r['int_weights']:.0%}  {r['mb']:.2f} MB", flush=True)
         return r
     res = dict(key=task.key, model=task.title, what=task.what, distance_metric=f"{metric} ({metric_why})", opset=next(o.version for o in onnx.load(str(rec), load_external_data=False).opset_import if o.domain in ('', 'ai.onnx')),
@@ -150,7 +161,7 @@ def main():
     float_row = measure(rec, 'float', keep='float')
     for mode in a.modes:
         kw = MODES[mode]; print(mode, flush=True)
-        right.pop('qs_all', None); right.pop('qs_conv', None)
+        for k in ('qs_all', 'qs_conv', 'ort rtn', 'ort gptq'): right.pop(k, None)
         rows, wtq, atq = [float_row], get_quant_type(kw['weight_type']), get_quant_type(kw['activation_type'])
         for label, ops, keep in (('plain quantize_static (all op types)', None, 'qs_all'), ('plain quantize_static (Conv/MatMul/Gemm)', list(WEIGHT_OPS), 'qs_conv')):
             t = time.perf_counter()
@@ -158,20 +169,31 @@ def main():
                 quantize_static(tmp/'prep.onnx', tmp/'plain.onnx', FeedReader(calib), quant_format=QuantFormat.QDQ, per_channel=kw['per_channel'],
                                 weight_type=wtq, activation_type=atq, op_types_to_quantize=ops)
             rows.append(measure(tmp/'plain.onnx', label, keep=keep, quantize_s=time.perf_counter() - t))
+        if wtq.name.endswith('Int4'):   # ONNX Runtime's own INT4: MatMul weights only, the rest float
+            for algo in ('rtn', 'gptq'):
+                t = time.perf_counter()
+                try:
+                    with _quiet(): ort_int4(tmp/'prep.onnx', tmp/'nbits.onnx', algo, calib)
+                    rows.append(measure(tmp/'nbits.onnx', f'ONNX Runtime INT4 {algo.upper()} (MatMulNBits, blocks of 32; MatMul weights only)', keep=f'ort {algo}', quantize_s=time.perf_counter() - t, ort_int4=algo))
+                except Exception as e: print(f"  ONNX Runtime INT4 {algo}: {type(e).__name__}: {str(e)[:200]}", flush=True)
         methods = a.methods if mode != 'w4a8' else ['minmax']
         # where the default picks each node's weight grid ('auto': 4 bits), ORT's min-max grid everywhere is measured first, side by side
-        arms = ([('minmax', 'minmax'), ('minmax', 'mse'), ('minmax', 'output')] if onnx_criteria('auto', wtq) == 'auto' else []) + [(m, 'auto') for m in reversed(methods)]
+        # 4 bits: the grids rounded to nearest and AdaRound beside the default ('auto': GPTQ where it is clearly closer); 8 bits: GPTQ beside it
+        arms = ([('minmax', 'minmax'), ('minmax', 'mse'), ('minmax', 'output'), ('minmax', 'adaround')] if onnx_criteria('auto', wtq) == 'auto' else [('minmax', 'gptq')]) + [(m, 'auto') for m in reversed(methods)]
         for method, crit in arms:  # the default (minmax calibration, 'auto' grids) last: its scorer serves the rows below
-            tag = ('' if method == 'minmax' else f' [{method}]') + {'minmax': " [ORT's min-max weight grid]", 'mse': ' [MSE-clipped weight grid]', 'output': ' [output-aware weight grid]'}.get(crit, '')
+            tag = ('' if method == 'minmax' else f' [{method}]') + {'minmax': " [ORT's min-max weight grid]", 'mse': ' [MSE-clipped weight grid]', 'output': ' [output-aware weight grid]',
+                                                                      'gptq': ' [GPTQ learned rounding]', 'adaround': ' [AdaRound learned rounding]'}.get(crit, '')
             t = time.perf_counter()
             with _quiet(): sens = OnnxSensitivity(rec, calib, calibrate_method=method, criteria=crit, **kw)
             t_cal = time.perf_counter() - t
             t = time.perf_counter(); sc = sens.score(progress=False); t_score = time.perf_counter() - t
-            print(f"  {method}{tag}: weight grid {sens.grid} {sens.grid_distances}; metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
+            learn_s = sens.rounding.seconds if sens.rounding else 0.
+            if crit == 'auto' and sens.rounding: tag += f' [{GRID_LABELS[sens.grid]}]'
+            print(f"  {method}{tag}: weights {sens.grid} {sens.grid_distances} (learned in {learn_s:.0f}s); metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
             def ours(label, ex, **extra):
                 t = time.perf_counter(); sens.quantize(tmp/'ours.onnx', ex)
                 return measure(tmp/'ours.onnx', f"{label} ({len(ex)} in float)", quantize_s=time.perf_counter() - t, n_float=len(ex), calibrate=method, grid=crit,
-                               grid_chosen=sens.grid, grid_distances=sens.grid_distances, **extra)
+                               grid_chosen=sens.grid, grid_distances=sens.grid_distances, learn_s=learn_s, **extra)
             rows.append(ours('fasterquant, all weight ops quantized (and their chain nodes)' + tag, []))
             # what `fasterquant onnx` does by default: coverage 0.9, at most 20% of the targets in float, verified before writing
             t = time.perf_counter()
@@ -209,6 +231,10 @@ def main():
         res['modes'][mode] = dict(settings=kw, metric=f"{sens.metric} ({sens.metric_reason})", n_targets=len(sens.targets()), n_scored=len(sc.scores),
                                   n_failed=len(sc.failed), score_s=t_score, calibrate_s=t_cal, rows=rows, sweep=sweep, diagnosis=diag,
                                   blocks_dropped=dropped, verify_log=v['log'], all_targets_float_distance=all_float)
+    if a.merge and Path(a.out).with_suffix('.json').exists():
+        old = json.loads(Path(a.out).with_suffix('.json').read_text())
+        res['modes'] = {**{k: v for k, v in old['modes'].items() if k not in res['modes']}, **res['modes']}
+        res['modes'] = {k: res['modes'][k] for k in MODES if k in res['modes']}
     write_results(a.out, res, markdown)
 
 OCR_WHAT = dict(acc='exact-word acc', units='rendered words', one='word', scored='Accuracy: exact words, greedy CTC.')
@@ -262,11 +288,24 @@ def findings(res) -> list[str]:
         if ort_grid is not None:
             gd = dflt.get('grid_distances') or {}
             arm = lambda g: next((x for x in rows if x.get('default') and x.get('grid') == g), None)
-            L.append(f"  - weight grids ({mode}): the default's 'auto' took {GRID_LABELS.get(dflt.get('grid_chosen'), 'ORT min-max')} (a clipping only {1 - GRID_MARGIN:.0%} closer than min-max; all quantized, on the calibration {w['units']}: "
-                     + ', '.join(f"distance {d:.3g} with {GRID_LABELS.get(k, k)}" for k, d in gd.items())
-                     + f"): all weight ops {100 * all_ops(dflt)['acc']:.1f}% (distance {all_ops(dflt)['distance']:.3g}), default {100 * dflt['acc']:.1f}% (distance {dflt['distance']:.3g})"
+            learned = dflt.get('grid_chosen') in ('gptq', 'adaround')
+            L.append(f"  - weights ({mode}): the default's 'auto' took {GRID_LABELS.get(dflt.get('grid_chosen'), 'ORT min-max')} "
+                     + (f"(taken where {1 - GRID_MARGIN:.0%} closer to float than min-max" if learned or 'gptq' in gd else f"(a clipping only {1 - GRID_MARGIN:.0%} closer than min-max")
+                     + f"; all quantized, on the calibration {w['units']}: " + ', '.join(f"distance {d:.3g} with {GRID_LABELS.get(k, k)}" for k, d in gd.items())
+                     + (f"; learned in {dflt['learn_s']:.0f} s" if dflt.get('learn_s') else '')
+                     + f"): all weight ops {100 * all_ops(dflt)['acc']:.1f}% (distance {all_ops(dflt)['distance']:.3g}, {all_ops(dflt)['mb']:.3g} MB), default {100 * dflt['acc']:.1f}% (distance {dflt['distance']:.3g})"
                      + ''.join(f"; {GRID_LABELS.get(g, g)} everywhere: all weight ops {100 * all_ops(x)['acc']:.1f}% (distance {all_ops(x)['distance']:.3g}), default {100 * x['acc']:.1f}% (distance {x['distance']:.3g})"
-                               for g in ('minmax', 'mse', 'output') for x in [arm(g)] if x is not None) + '.')
+                               for g in ('minmax', 'mse', 'output', 'adaround') for x in [arm(g)] if x is not None) + '.')
+        lr = next((x for x in rows if x.get('default') and x.get('grid') == 'gptq'), None)
+        if lr is not None:
+            L.append(f"  - learned rounding ({mode}): GPTQ everywhere: all weight ops {100 * all_ops(lr)['acc']:.1f}% (distance {all_ops(lr)['distance']:.3g}; "
+                     f"ORT's grid {100 * all_ops(dflt)['acc']:.1f}%), default {100 * lr['acc']:.1f}% ({lr['n_float']} in float, distance {lr['distance']:.3g}); learned in {lr.get('learn_s', 0):.0f} s.")
+        for x in rows:
+            if not x.get('ort_int4'): continue
+            key = f"ort {x['ort_int4']}"
+            cmp = lambda y: pm(*paired(y['vs_ort'][key], 0, 1)) if key in (y.get('vs_ort') or {}) else 'n/a'
+            L.append(f"  - ONNX Runtime's own INT4 {x['ort_int4'].upper()} ({mode}; MatMul weights only, {100 * x['int_weights']:.0f}% of the weight ops on integers): {100 * x['acc']:.1f}% in {x['mb']:.3g} MB; "
+                     f"the default minus it {cmp(dflt)}, every weight op at 4 bits ({all_ops(dflt)['mb']:.3g} MB) minus it {cmp(all_ops(dflt))}.")
     L.append("- Every fasterquant row is a file prepared inside (`prepare_onnx`: opset upgrade, ORT pre-processing) holding integer weights; "
              "with everything in float the measured curve ends at distance 0 (the float model, bit for bit), and it never increases because it keeps the best pick so far.")
     return L

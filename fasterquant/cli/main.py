@@ -167,7 +167,7 @@ def sensitivity(args, model):
             if out.ndim != 2 or out.shape[1] < 2: raise CLIError(f"--labels needs class scores [N, classes] as the model's first output, got [N, {'x'.join(map(str, out.shape[1:]))}]")
         for s in sens.steps: print(f"prepared: {s}", file=sys.stderr)
         print(f"metric: {metric_label(sens)}", file=sys.stderr)
-        if sens.grid_distances: print(f"weight grid (auto): {GRID_LABELS[sens.grid]} (a clipping is taken {1 - GRID_MARGIN:.0%} closer to float than min-max, everything quantized: "
+        if sens.grid_distances: print(f"weights (auto): {GRID_LABELS[sens.grid]} (taken where {1 - GRID_MARGIN:.0%} closer to float than min-max, everything quantized: "
                                       + ', '.join(f"{metric_name(sens.metric)} {d:.4g} with {GRID_LABELS[k]}" for k, d in sens.grid_distances.items()) + ")", file=sys.stderr)
         res = sens.score(progress=_progress(args))
     if not res.scores: raise CLIError(f"no node of {args.model} could be scored ({len(res.failed)} failed, {len(res.skipped)} skipped): nothing to quantize")
@@ -346,7 +346,7 @@ def _add_onnx_args(p):
     p.add_argument('--calib', required=True, metavar='DATA.npz', help="calibration inputs: an .npz file with one array per model input, named after it, first dim = samples")
     p.add_argument('--mode', choices=list(MODES), default='int8', help="integer formats: int8 (W8A8, default), u8s8 (uint8 activations), w4a8 (int4 weights)")
     p.add_argument('--metric', choices=['auto', 'kl', 'kl_prob', 'mse', 'cos'], default='auto', help="how far the outputs move from the float model's: auto (default) picks from the output: probabilities -> kl_prob (no second softmax), class logits -> kl, anything else -> mse")
-    p.add_argument('--criteria', choices=['auto', 'minmax', 'output', 'mse', 'percentile'], default='auto', help="weight grid: auto (default: at 4 bits, of output-aware and MSE clipping the one that brings the all-quantized model closest to float, if at least 10%% closer than ONNX Runtime's min-max grid, else that grid; at 8 bits ONNX Runtime's), minmax, output (clip each channel's range to the least squared error of its node's output on calibration inputs), mse (to the least squared error of the weights), percentile")
+    p.add_argument('--criteria', choices=['auto', 'minmax', 'gptq', 'adaround', 'output', 'mse', 'percentile'], default='auto', help="weights: auto (default: at 4 bits GPTQ's learned rounding if it brings the all-quantized model at least 10%% closer to float than ONNX Runtime's min-max grid, else that grid; at 8 bits ONNX Runtime's), minmax, gptq / adaround (integers learned on calibration inputs, on MSE-clipped grids), output (clip each channel's range to the least squared error of its node's output on calibration inputs), mse (to the least squared error of the weights), percentile")
     p.add_argument('--calibrate-method', choices=['minmax', 'entropy', 'percentile'], default='minmax', help="activation range calibration (default minmax)")
     p.add_argument('--per-tensor', action='store_true', help="one weight scale per tensor (default: per output channel)")
     p.add_argument('--op-types', nargs='+', metavar='OP', help="op types to quantize (default: the weight ops Conv Gemm MatMul, with the chain nodes between them, see --no-chains; other elementwise ops stay float unless named here)")

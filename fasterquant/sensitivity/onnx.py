@@ -21,20 +21,22 @@ from ..core.utils import atomic_path, check_output
 from ..core.registry import AxisRegistry
 from ..core.metrics import get_metric, metric_name, available_metrics, output_distance, register_metric, ReferenceDistance
 from ..onnx.runtime import run_feeds, ort_session
-from ..onnx.export import drop_dead_taps, compact_onnx
+from ..onnx.export import drop_dead_taps, compact_onnx, widened
 from ..quantize.dtype import get_dtype
-from ..quantize.criteria import get_scale_method, available_scale_methods, MSE
+from ..quantize.criteria import get_scale_method, available_scale_methods, MSE, get_criteria
+from ..quantize.layerwise import LayerwiseCriteria
+from ..onnx.rounding import learn_onnx_rounding, set_weights, OnnxRounding
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'GRID_MARGIN', 'OUTPUT_GRID',
-           'GRID_LABELS', 'KL_PROB_FLOOR', 'SHARED_BYTES', 'onnx_inputs', 'FeedReader', 'get_quant_type',
+__all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'GRID_MARGIN', 'LEARNED_CRITERIA',
+           'OUTPUT_GRID', 'GRID_LABELS', 'KL_PROB_FLOOR', 'SHARED_BYTES', 'onnx_inputs', 'FeedReader', 'get_quant_type',
            'get_calibrate_method', 'ort_op_types', 'default_op_types', 'chain_nodes', 'load_for_quantization',
            'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers', 'name_nodes', 'prepare_onnx',
            'onnx_criteria', 'layer_inputs', 'output_loss', 'weight_overrides', 'quantized_nodes', 'restore_activations',
-           'float_reads_float', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'output_kinds',
-           'pick_metric', 'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity', 'score_onnx',
-           'onnx_node_scopes', 'graph_blocks']
+           'float_reads_float', 'widen_4bit', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance',
+           'output_kinds', 'pick_metric', 'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity',
+           'score_onnx', 'onnx_node_scopes', 'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -300,21 +302,24 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
 GRID_MARGIN = 0.9  # 'auto' leaves ORT's grid for a clipping only when it brings the all-quantized model this much closer (10%): nearer than that, it is a toss-up on a few dozen samples
 _WEIGHT_QDTYPES = {QuantType.QInt8: 'int8', QuantType.QUInt8: 'uint8', QuantType.QInt4: 'int4', QuantType.QUInt4: 'uint4'}
 
-def onnx_criteria(criteria='auto', # 'auto', 'minmax' (ONNX Runtime's own grid), 'output' (`OUTPUT_GRID`), a name of `available_scale_methods()`, or a `ScaleMethod`
+LEARNED_CRITERIA = ('gptq', 'adaround')   # the criteria that learn their integers on the ONNX path (`learn_onnx_rounding`)
+
+def onnx_criteria(criteria='auto', # 'auto', 'minmax' (ONNX Runtime's own grid), 'gptq' / 'adaround' (learned rounding) or a `GPTQ` / `AdaRound` value, 'output' (`OUTPUT_GRID`), a name of `available_scale_methods()`, or a `ScaleMethod`
                   weight_type='int8', # weight integer type
                   reduce_range:bool=False, # ORT's 7-bit weights
                   extra_options:dict=None): # ORT quantizer `extra_options` (a `WeightSymmetric` there must fit the grid)
-    "The weight grid of the ONNX path: `'minmax'` (ONNX Runtime's own), `'output'`, a `ScaleMethod`, or `'auto'`: at 4 bits or fewer, the closest of output-aware and MSE clipping if the scorer measures it clearly closer to float than ORT's grid (`GRID_MARGIN`), else ORT's; at 8 bits ORT's."
+    "The weights of the ONNX path: a grid (`'minmax'`, ONNX Runtime's own; `'output'`; a `ScaleMethod`), a learned rounding (`'gptq'`, `'adaround'` or such a value: a `LayerwiseCriteria`, its integers learned on its scale method's grid), or `'auto'`: at 4 bits or fewer GPTQ if the scorer measures it clearly closer to float than ORT's grid (`GRID_MARGIN`), else ORT's; at 8 bits ORT's."
     wt = get_quant_type(weight_type)
     sym = (extra_options or {}).get('WeightSymmetric')
     fits = wt in _WEIGHT_QDTYPES and not reduce_range and (sym is None or bool(sym) == get_dtype(_WEIGHT_QDTYPES[wt]).signed)
     if isinstance(criteria, str):
         if criteria == 'auto': return 'auto' if fits and wt in (QuantType.QInt4, QuantType.QUInt4) else 'minmax'
         if criteria == 'minmax': return 'minmax'
-        if criteria != OUTPUT_GRID and criteria not in available_scale_methods():
-            raise ValueError(f"criteria={criteria!r} is not a weight grid of the ONNX path: use 'auto', 'minmax', {OUTPUT_GRID!r}, "
-                             f"{', '.join(repr(m) for m in available_scale_methods() if m != 'minmax')} (learned rounding needs the PyTorch model: `Quantizer`)")
-    m = criteria if isinstance(criteria, str) and criteria == OUTPUT_GRID else get_scale_method(criteria)
+        if criteria != OUTPUT_GRID and criteria not in available_scale_methods() and criteria not in LEARNED_CRITERIA:
+            raise ValueError(f"criteria={criteria!r} is not a weight grid or rounding of the ONNX path: use 'auto', 'minmax', 'gptq', 'adaround', {OUTPUT_GRID!r}, "
+                             f"{', '.join(repr(m) for m in available_scale_methods() if m != 'minmax')}")
+    if isinstance(criteria, LayerwiseCriteria) or (isinstance(criteria, str) and criteria in LEARNED_CRITERIA): m = get_criteria(criteria)
+    else: m = criteria if isinstance(criteria, str) and criteria == OUTPUT_GRID else get_scale_method(criteria)
     if wt not in _WEIGHT_QDTYPES: raise ValueError(f"criteria={m} sets 2-8-bit grids, not {wt.name} weights: pass criteria='minmax' (ONNX Runtime's own grid)")
     if reduce_range: raise ValueError(f"reduce_range=True needs ONNX Runtime's 7-bit grid: pass criteria='minmax' (got {m})")
     if not fits: raise ValueError(f"WeightSymmetric={sym} does not fit {wt.name} weights on the {m} grid (symmetric exactly when signed): pass criteria='minmax' or drop WeightSymmetric")
@@ -375,7 +380,8 @@ def output_loss(node:onnx.NodeProto, # a Conv (2-d), MatMul or Gemm whose weight
     return lambda dq: per_row((f(dq) - ref).pow(2))
 
 OUTPUT_GRID = 'output'   # the ONNX path's data-aware grid: each weight's clipping chosen by its node's output error on calibration samples
-GRID_LABELS = {'minmax': 'ONNX Runtime min-max', 'mse': 'MSE clipping', OUTPUT_GRID: 'output-aware clipping', 'percentile': 'percentile clipping'}   # for reports
+GRID_LABELS = {'minmax': 'ONNX Runtime min-max', 'mse': 'MSE clipping', OUTPUT_GRID: 'output-aware clipping', 'percentile': 'percentile clipping',
+               'gptq': 'GPTQ (learned rounding)', 'adaround': 'AdaRound (learned rounding)'}   # for reports
 
 def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
                      criteria='mse', # scale method: a name of `available_scale_methods()`, a `ScaleMethod`, or 'output' (`OUTPUT_GRID`: MSE's search on the node's output error; needs `feeds`)
@@ -523,6 +529,24 @@ def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quan
     if len(keep) < len(g.initializer): del g.initializer[:]; g.initializer.extend(keep)
     return changed
 
+_FOUR_BITS = (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)
+
+def widen_4bit(model:onnx.ModelProto) -> int: # a QDQ model (changed in place)
+    "Widen each 4-bit weight of a weight op whose data input is quantized to 8 bits with a `Cast` in front of its `DequantizeLinear` (`widened`): ONNX Runtime folds it at load and runs its 8-bit integer kernels on the very same integers; returns how many."
+    g = model.graph
+    inits, prod = {t.name: t for t in g.initializer}, {o: n for n in g.node for o in n.output}
+    dq = lambda v: prod.get(v) if prod.get(v) is not None and prod[v].op_type == 'DequantizeLinear' else None
+    todo = {id(d) for n in g.node if n.op_type in WEIGHT_OPS and len(n.input) > 1 and dq(n.input[0]) is not None
+            for d in [dq(n.input[1])] if d is not None and d.input[0] in inits and inits[d.input[0]].data_type in _FOUR_BITS}
+    nodes, made = [], set()
+    for n in g.node:
+        if id(n) in todo:
+            for c in widened([inits[i] for i in n.input if i in inits], n):
+                if c.output[0] not in made: nodes.append(c); made.add(c.output[0])   # a zero point shared by several weights: one Cast
+        nodes.append(n)
+    del g.node[:]; g.node.extend(nodes)
+    return len(todo)
+
 def verify_onnx(model:onnx.ModelProto) -> onnx.ModelProto:
     "`model` if it passes `onnx.checker` and loads in ONNX Runtime, else a one-line `ValueError` (checked before anything is written)."
     try: onnx.checker.check_model(model if model.ByteSize() < 2**31 - 2**24 else model.SerializeToString())
@@ -560,7 +584,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   weight_type='int8', # weight integer type
                   activation_type='int8', # activation integer type
                   calibrate_method='minmax', # used when calibrating here
-                  criteria='minmax', # weight grid (`onnx_criteria`): 'minmax' (ORT's own), 'output' (each weight's clipping by its node's output error on `calib`), 'mse', 'percentile' ('auto' is measured: `OnnxSensitivity`)
+                  criteria='minmax', # weights (`onnx_criteria`): 'minmax' (ORT's own grid), 'gptq' / 'adaround' (integers learned on `calib`, `learn_onnx_rounding`), 'output' (each weight's clipping by its node's output error on `calib`), 'mse', 'percentile' ('auto' is measured: `OnnxSensitivity`)
                   weight_grids:dict=None, # per-weight grids as `OnnxSensitivity.weight_overrides` holds them (instead of `criteria`)
                   op_types_to_quantize:list=None, # default: `default_op_types()`, the weight ops
                   chains:bool=True, # also quantize the Relu/Clip/pooling/Add/Concat between quantized nodes (`chain_nodes`), so ORT's integer kernels run on
@@ -578,24 +602,36 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     crit = onnx_criteria(criteria, wt, kwargs.get('reduce_range', False), extra_options)
     if crit == 'auto': raise ValueError("criteria='auto' measures which grid brings the model closer to float: use OnnxSensitivity (or `fasterquant onnx`), or pass criteria='output', 'mse' or 'minmax'")
     if isinstance(crit, str) and crit == OUTPUT_GRID and weight_grids is None and calib is None: raise ValueError("criteria='output' compares each node's output on calibration inputs: pass calib (or weight_grids)")
+    learned = isinstance(crit, LayerwiseCriteria)
+    if learned and calib is None: raise ValueError(f"criteria={crit.name!r} learns the integers from calibration inputs: pass calib")
     src = prepare_onnx(model, needed_opset(wt, at)) if prepare else _load_model(model)
     _check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
     feeds = onnx_inputs(calib, src, batch_size) if calib is not None else None
     if ranges is None: ranges = calibrate_onnx(src, feeds, _chain_op_types(op_types, chains), calibrate_method, extra_options)  # our calibration defaults
     ort_types, only, quantized = _ort_selection(src, op_types, kwargs.pop('nodes_to_quantize', None), nodes_to_exclude, chains, set(ranges.keys()))
-    grids = weight_grids if weight_grids is not None else {} if crit == 'minmax' else weight_overrides(src, crit, wt, per_channel, op_types, feeds)
+    grids = weight_grids if weight_grids is not None else {} if isinstance(crit, str) and crit == 'minmax' else weight_overrides(src, crit.scale if learned else crit, wt, per_channel, op_types, feeds)
     extra = _with_overrides(extra_options, grids, src)
-    with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
-        d = Path(d); cache = d/'ranges.json'
-        save_tensors_data(ranges, cache)  # quantize_static reads our ranges back instead of calibrating again
-        _save(src, d/'model.onnx')  # ORT writes `<stem>-inferred.onnx` beside its input: only ever beside our copy
-        with _in_dir(d):
-            quantize_static(d/'model.onnx', d/'q.onnx', None, quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                            weight_type=wt, activation_type=at, calibrate_method=ranges.calibration_method, op_types_to_quantize=ort_types,
-                            nodes_to_quantize=only, nodes_to_exclude=nodes_to_exclude, extra_options=extra, calibration_cache_path=cache, **kwargs)
-        q = onnx.load(str(d/'q.onnx'))
-    if float_inputs: float_reads_float(q, quantized, src)
+    def static(m):
+        "`m` quantized by `quantize_static` with these settings and ranges (nodes left in float reading float with `float_inputs`)."
+        with tempfile.TemporaryDirectory(prefix='fq.quant.') as d:
+            d = Path(d); cache = d/'ranges.json'
+            save_tensors_data(ranges, cache)  # quantize_static reads our ranges back instead of calibrating again
+            _save(m, d/'model.onnx')  # ORT writes `<stem>-inferred.onnx` beside its input: only ever beside our copy
+            with _in_dir(d):
+                quantize_static(d/'model.onnx', d/'q.onnx', None, quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                                weight_type=wt, activation_type=at, calibrate_method=ranges.calibration_method, op_types_to_quantize=ort_types,
+                                nodes_to_quantize=only, nodes_to_exclude=nodes_to_exclude, extra_options=extra, calibration_cache_path=cache, **kwargs)
+            q = onnx.load(str(d/'q.onnx'))
+        if float_inputs: float_reads_float(q, quantized, src)
+        widen_4bit(q)   # W4A8: ONNX Runtime's 8-bit integer kernels on the 4-bit integers
+        return q
+    q = static(src)
+    if learned:   # learn the integers in the model as it will run, then quantize the model holding them on the same grids: ORT writes exactly them
+        r = learn_onnx_rounding(src, q, feeds, crit)
+        m = copy.deepcopy(src); set_weights(m, r.weights)
+        q = static(m)
+        set_weights(q, {t.name: t for t in src.graph.initializer if t.name in r.weights})   # a node left in float reads its float weight
     return write_onnx(_finished_onnx(q, src, compact), out)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #2388d1b2
@@ -732,7 +768,7 @@ class OnnxSensitivity:
                  weight_type='int8', # weight integer type
                  activation_type='int8', # activation integer type
                  calibrate_method='minmax', # ORT calibration method
-                 criteria='auto', # weight grid (`onnx_criteria`): 'auto' (at 4 bits, MSE clipping where it brings the all-quantized model `GRID_MARGIN` closer to float than ORT's min-max grid; ORT's at 8), 'minmax', 'mse', 'percentile'
+                 criteria='auto', # weights (`onnx_criteria`): 'auto' (at 4 bits, GPTQ where it brings the all-quantized model `GRID_MARGIN` closer to float than ORT's min-max grid; ORT's at 8), 'minmax', 'gptq', 'adaround', 'output', 'mse', 'percentile'
                  op_types_to_quantize:list=None, # op types to score and quantize (default: `default_op_types()`, the weight ops)
                  chains:bool=True, # also quantize the nodes that join the quantized ones' integer chains (`chain_nodes`); they follow, never scored
                  extra_options:dict=None, # ORT quantizer `extra_options`
@@ -754,10 +790,10 @@ class OnnxSensitivity:
         self.steps = []
         self.model = prepare_onnx(model, needed_opset(self.weight_type, self.activation_type), self.steps)
         self.feeds = onnx_inputs(calib, self.model, batch_size, n_batches)
-        wo = lambda c: {} if isinstance(c, str) and c == 'minmax' else weight_overrides(self.model, c, self.weight_type, per_channel, self.op_types, self.feeds)
-        cands = {k: wo(k) for k in ('mse', OUTPUT_GRID)} if self.criteria == 'auto' else {}   # 'auto': measured below
-        self.grid = 'minmax' if self.criteria == 'auto' else str(self.criteria)   # the grid in use, by name
-        self.weight_overrides, self.grid_distances = ({} if cands else wo(self.criteria)), {}   # the grids in use (ORT's own for any weight not here)
+        auto, learned = isinstance(self.criteria, str) and self.criteria == 'auto', isinstance(self.criteria, LayerwiseCriteria)
+        self.grid = 'minmax' if auto else self.criteria.name if learned else str(self.criteria)   # the grid (or learned rounding) in use, by name
+        self.weight_overrides, self.grid_distances = ({} if auto or learned else self._overrides(self.criteria)), {}   # the grids in use (ORT's own for any weight not here)
+        self.rounding = None   # with learned rounding: its `OnnxRounding`, whose weights every quantized model holds
         self.n_calibrations, self.run_s = 0, 0.   # run_s: seconds the probes spent in ONNX Runtime's forward passes (sessions opened not counted)
         if ranges is None:
             ranges = calibrate_onnx(self.model, self.feeds, _chain_op_types(self.op_types, chains), calibrate_method, self.extra_options, providers)
@@ -771,15 +807,31 @@ class OnnxSensitivity:
         self.cut_off = None if cache_mb > 0 else f'cache_mb={cache_mb:g}'  # why probes run the whole model, if they do
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in self.model.graph.node for a in n.attribute):
             self.cut_off = 'the model has control flow (If/Loop/Scan)'
-        if self.criteria == 'auto':   # measured, not guessed: each grid's all-quantized model against float on the calibration inputs
-            for name, g in (('minmax', {}), *cands.items()):
-                self.weight_overrides = g
-                try: self.grid_distances[name] = self.distance()
-                except Exception: self.grid_distances[name] = math.nan   # ORT could not build or run that model: another grid, or ORT's if none
-            d_ort = self.grid_distances['minmax']
-            best = min((k for k in cands if math.isfinite(self.grid_distances[k])), key=self.grid_distances.get, default=None)
-            self.grid = best if best is not None and not self.grid_distances[best] >= GRID_MARGIN * d_ort else 'minmax'
-            self.weight_overrides = cands.get(self.grid, {})
+        if learned: self.learn_rounding(self.criteria)
+        if auto:   # measured, not guessed: the all-quantized model on ORT's grid and with GPTQ's integers, against float on the calibration inputs
+            try: self.grid_distances['minmax'] = self.distance()
+            except Exception: self.grid_distances['minmax'] = math.nan   # ORT could not build or run that model
+            self.learn_rounding('gptq')
+            try: self.grid_distances['gptq'] = self.distance()
+            except Exception: self.grid_distances['gptq'] = math.nan
+            d_ort, d = self.grid_distances['minmax'], self.grid_distances['gptq']
+            if math.isfinite(d) and not d >= GRID_MARGIN * d_ort: self.grid = 'gptq'
+            else: self.weight_overrides, self.rounding = {}, None
+
+    def _overrides(self, criteria) -> dict:
+        "`weight_overrides` for `criteria` (a grid) on the stored model and feeds: {} for ORT's own."
+        if isinstance(criteria, str) and criteria == 'minmax': return {}
+        return weight_overrides(self.model, criteria, self.weight_type, self.per_channel, self.op_types, self.feeds)
+
+    def learn_rounding(self, criteria='gptq', # a learned rounding: 'gptq', 'adaround', or a `GPTQ` / `AdaRound` value (its scale method sets the grid)
+                       **kwargs) -> OnnxRounding: # `learn_onnx_rounding` arguments
+        "Put the weights on the grid of `criteria`'s scale method and learn their integers with every target quantized (`learn_onnx_rounding`): every model quantized from now on holds them; returns the `OnnxRounding`."
+        crit = onnx_criteria(criteria, self.weight_type, self.reduce_range, self.extra_options)
+        if not isinstance(crit, LayerwiseCriteria): raise ValueError(f"learn_rounding needs a learned rounding ('gptq', 'adaround'), got {crit!r}")
+        self.weight_overrides, self.rounding = self._overrides(crit.scale), None
+        self.rounding = learn_onnx_rounding(self.model, self.quantized_model(), self.feeds, crit, **kwargs)
+        self._float_weights = {t.name: t for t in self.model.graph.initializer if t.name in self.rounding.weights}
+        return self.rounding
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
@@ -804,7 +856,9 @@ class OnnxSensitivity:
             names = {t for n in model.graph.node if not only or n.name in only for t in (*n.input, *n.output)}
         ranges = TensorsData(self.ranges.calibration_method, {k: v for k, v in self.ranges.items() if names is None or k in names})
         # a copy (of those tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into later probes
-        return QDQQuantizer(copy.deepcopy(self.model) if model is None else model, self.per_channel, self.reduce_range, self.weight_type,
+        m = copy.deepcopy(self.model) if model is None else model
+        if self.rounding: set_weights(m, self.rounding.weights)   # the learned integers on their grids: ORT's quantizer writes exactly them
+        return QDQQuantizer(m, self.per_channel, self.reduce_range, self.weight_type,
                             self.activation_type, ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
                             list(op_types or self.op_types), _with_overrides(self.extra_options, self.weight_overrides, self.model if model is None else model))
 
@@ -817,6 +871,8 @@ class OnnxSensitivity:
         with _quiet(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
         m = q.model.model
         float_reads_float(m, quantized, src)
+        if self.rounding: set_weights(m, self._float_weights)   # a weight op left in float reads its float weight, not the learned one
+        widen_4bit(m)   # W4A8 runs on ONNX Runtime's 8-bit integer kernels: measured as it is written
         return m
 
     def probe_model(self, node:str) -> onnx.ModelProto:
