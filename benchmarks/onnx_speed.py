@@ -1,4 +1,4 @@
-"""Does an INT8 file from `fasterquant onnx` run faster than float in ONNX Runtime on a real pretrained model, and do the
+"""Does an INT8 or INT4 file from `fasterquant onnx` run faster than float in ONNX Runtime on a real pretrained model, and do the
 chain nodes of its default (Relu/Clip, pooling, residual Add, Concat between quantized nodes) pay?
 
 PP-OCRv6 text recognition (rapidocr 3.10.0 wheel), prepared by `prepare_onnx`, INT8 per channel, minmax on 32 rendered
@@ -7,7 +7,9 @@ and their chain nodes, `chain_nodes`: a Relu/Clip/pooling reading a quantized no
 inputs come from quantized or chain nodes, each kept only when a quantized or chain node reads it; float nodes read float);
 the weight ops alone (`chains=False`); the default with uint8 activations (ONNX Runtime's x86 kernels take uint8: it
 converts int8 Q/DQ pairs only where a tensor has one reader); the default file in a session that dequantizes the weights
-once at load (`ort_session(fold_weights=True)`).
+once at load (`ort_session(fold_weights=True)`); W4A8 (every weight op at 4 bits, GPTQ's learned rounding; int8 and uint8 activations), its
+4-bit weights widened to 8 bits by a `Cast` ONNX Runtime folds at load (`widen_4bit`), and the same file without those casts;
+ONNX Runtime's own INT4 (`MatMulNBitsQuantizer`, RTN, MatMul weights only).
 Columns: exact-word accuracy on 200 other words, how many Conv run as ORT's integer `QLinearConv` after its graph
 optimizations, and latency as a ratio to float at batch 1 and 8 with 1 and 2 threads (median of interleaved runs; ONNX
 Runtime's default session settings, each session opened alone for its turn, `ort_latency(alone=True)`).
@@ -23,6 +25,16 @@ from fasterquant.sensitivity.onnx import prepare_onnx, quantize_onnx, quantized_
 from fasterquant.onnx.runtime import ort_latency, op_counts, ort_optimized, ort_session, run_feeds
 from fasterquant.data.datasets import rapidocr_model, random_words, render_words, ocr_charset, ctc_greedy, word_accuracy
 from results_io import add_results_args, write_results, rendered
+from real_onnx import ort_int4
+
+def unwidened(m:onnx.ModelProto) -> onnx.ModelProto:
+    "`m` with the `Cast`s that widen its 4-bit weights removed: each `DequantizeLinear` reads the 4-bit integers again (what ORT's quantizer writes)."
+    inits = {t.name for t in m.graph.initializer}
+    casts = {n.output[0]: n.input[0] for n in m.graph.node if n.op_type == 'Cast' and n.input[0] in inits}
+    for n in m.graph.node: n.input[:] = [casts.get(i, i) for i in n.input]
+    keep = [n for n in m.graph.node if not (n.op_type == 'Cast' and n.output[0] in casts)]
+    del m.graph.node[:]; m.graph.node.extend(keep)
+    return m
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0]); ap.add_argument('--runs', type=int, default=20)
@@ -40,12 +52,20 @@ def main():
         quantize_onnx(prep, d/'ours.onnx', calib, prepare=False)
         quantize_onnx(prep, d/'ours_alone.onnx', calib, prepare=False, chains=False)
         quantize_onnx(prep, d/'ours_u8.onnx', calib, prepare=False, activation_type='uint8')
+        quantize_onnx(prep, d/'w4.onnx', calib, prepare=False, weight_type='int4', criteria='gptq')
+        quantize_onnx(prep, d/'w4_u8.onnx', calib, prepare=False, weight_type='int4', activation_type='uint8', criteria='gptq')
+        onnx.save(unwidened(onnx.load(str(d/'w4.onnx'))), str(d/'w4_raw.onnx'))
+        ort_int4(d/'float.onnx', d/'ort_int4.onnx', 'rtn', calib)
     rows = {'float': ('float', d/'float.onnx', {}), 'qs_all': ('plain quantize_static (all op types)', d/'qs_all.onnx', {}),
             'qs_weights': ('plain quantize_static (Conv/MatMul/Gemm)', d/'qs_weights.onnx', {}),
             'ours': (f'fasterquant default (weight ops + {len(chain_set)} chain nodes)', d/'ours.onnx', {}),
             'ours_alone': ('fasterquant weight ops alone (chains=False)', d/'ours_alone.onnx', {}),
             'ours_u8': ('fasterquant default, uint8 activations', d/'ours_u8.onnx', {}),
-            'ours_fold': ('fasterquant default, weights dequantized at load (fold_weights)', d/'ours.onnx', dict(fold_weights=True))}
+            'ours_fold': ('fasterquant default, weights dequantized at load (fold_weights)', d/'ours.onnx', dict(fold_weights=True)),
+            'w4': ('fasterquant W4A8, every weight op, GPTQ (4-bit weights widened at load)', d/'w4.onnx', {}),
+            'w4_u8': ('fasterquant W4A8, uint8 activations', d/'w4_u8.onnx', {}),
+            'w4_raw': ('fasterquant W4A8 without the widening casts', d/'w4_raw.onnx', {}),
+            'ort_int4': ('ONNX Runtime INT4 RTN (MatMulNBits, MatMul weights only)', d/'ort_int4.onnx', {})}
     res = dict(model='PP-OCRv6_rec_small.onnx (rapidocr 3.10.0)', machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
                chain=dict(collections.Counter(n.op_type for n in prep.graph.node if n.name in chain_set)),
                n_conv=sum(n.op_type == 'Conv' for n in prep.graph.node), rows={})
@@ -66,7 +86,7 @@ def main():
 
 def markdown(res) -> str:
     keys = list(next(iter(res['rows'].values()))['latency'])
-    L = [f"# INT8 speed in ONNX Runtime on a real model: {res['model']}", '', __doc__.split('\n\n')[1].replace('\n', ' '), '',
+    L = [f"# INT8 and INT4 speed in ONNX Runtime on a real model: {res['model']}", '', __doc__.split('\n\n')[1].replace('\n', ' '), '',
          f"{res['machine']}. {res['n_conv']} Conv in the model; chain nodes found: {res['chain']}.", '',
          '| model | exact-word acc | size (MB) | Conv as QLinearConv | ' + ' | '.join(f"time vs float, batch {k.split('_')[0][1:]}, {k.split('_t')[1]} thread(s)" for k in keys) + ' |',
          '|---|---|---|---|' + '---|' * len(keys)]
@@ -80,7 +100,12 @@ def markdown(res) -> str:
           "run as a float Conv on weights dequantized at every run, without the float model's NCHWc layout. Median time vs float over the four settings: "
           f"default {med(o):.2f}x, uint8 activations {med(u):.2f}x, weight ops alone {med(a):.2f}x, weights dequantized at load {med(f):.2f}x. "
           + ("The chain nodes pay in time here" if med(o) < med(a) - 0.03 else "The chain nodes do not pay in time here")
-          + f"; the INT8 file's sure gain on this model is its size ({o['mb']:.1f} vs {res['rows']['float']['mb']:.1f} MB), and `fold_weights=True` keeps that file at {med(f):.2f}x float time.", '']
-    return '\n'.join(L)
+          + f"; the INT8 file's sure gain on this model is its size ({o['mb']:.1f} vs {res['rows']['float']['mb']:.1f} MB), and `fold_weights=True` keeps that file at {med(f):.2f}x float time."]
+    if 'w4' in res['rows']:
+        w4, wu, wr, oi = (res['rows'][k] for k in ('w4', 'w4_u8', 'w4_raw', 'ort_int4'))
+        L[-1] += (f" W4A8, every weight op at 4 bits with GPTQ: {100 * w4['acc']:.1f}% in {w4['mb']:.2f} MB, {w4['qlinearconv']} Conv as `QLinearConv`, median {med(w4):.2f}x float time "
+                  f"({med(wu):.2f}x with uint8 activations, {wu['qlinearconv']} `QLinearConv`); the same file without the widening casts {med(wr):.2f}x (its 4-bit weights dequantized at every run). "
+                  f"ONNX Runtime's own INT4 (MatMul weights only, {oi['mb']:.2f} MB): {100 * oi['acc']:.1f}%, {med(oi):.2f}x.")
+    return '\n'.join(L + [''])
 
 if __name__ == '__main__': main()
