@@ -126,7 +126,7 @@ def main():
     ap.add_argument('--n-calib', type=int, default=32); ap.add_argument('--n-test', type=int, default=200)
     ap.add_argument('--modes', nargs='+', default=['int8', 'u8s8-per-tensor', 'w4a8'], choices=list(MODES))
     ap.add_argument('--coverage', type=float, default=0.9)
-    ap.add_argument('--max-float', type=float, default=0.2, help="the default pick's cap on the share of targets in float (as `fasterquant onnx`)")
+    ap.add_argument('--max-float', type=float, default=None, help="the default pick's cap on the share of targets in float (default: as `fasterquant onnx`, `OnnxSensitivity.default_max_float`: 0.2, 0.05 once the rounding is learned)")
     ap.add_argument('--methods', nargs='+', default=['minmax', 'entropy', 'percentile'], help="activation calibration methods compared (w4a8: minmax only)")
     ap.add_argument('--model', default='ocr', choices=['ocr', 'cls', 'lite0', 'vit', 'vit12'], help="ocr: PP-OCRv6 recognizer; cls: PP-OCR's text-direction classifier; lite0 / vit (4 blocks) / vit12 (12 blocks): on Fashion-MNIST")
     ap.add_argument('--merge', action='store_true', help="keep the modes of the existing results file that this run does not redo (each mode's rows come from one run)")
@@ -197,8 +197,9 @@ def main():
             rows.append(ours('fasterquant, all weight ops quantized (and their chain nodes)' + tag, []))
             # what `fasterquant onnx` does by default: coverage 0.9, at most 20% of the targets in float, verified before writing
             t = time.perf_counter()
-            d = sens.verified(suggest_exclusion(sc.scores, a.coverage, max_float=a.max_float, counted=sens.weighted()), list(sc.scores), time_budget=90, max_float=a.max_float)
-            rows.append(ours(f'fasterquant default (coverage {a.coverage:g}, <= {a.max_float:.0%} in float, verified)' + tag, d['excluded'], score_s=t_score,
+            mf = sens.default_max_float() if a.max_float is None else a.max_float
+            d = sens.verified(suggest_exclusion(sc.scores, a.coverage, max_float=mf, counted=sens.weighted()), list(sc.scores), time_budget=90, max_float=mf)
+            rows.append(ours(f'fasterquant default (coverage {a.coverage:g}, <= {mf:.0%} in float, verified)' + tag, d['excluded'], score_s=t_score, max_float=mf,
                              calibrate_s=t_cal, verify_s=time.perf_counter() - t, verify_log=d['log'], default=True))
         for c in (0.5, a.coverage):
             per_node = suggest_exclusion(sc.scores, c)
@@ -206,8 +207,8 @@ def main():
         scopes = onnx_node_scopes(sens.model)
         blocks = blocks_from_names({n: scopes.get(n, n) for n in sc.scores}, depth='auto') or graph_blocks(sens.model, list(sc.scores))
         blocks, dropped = drop_whole_blocks(blocks, list(sc.scores))
-        by_block = suggest_exclusion(sc.scores, a.coverage, blocks=blocks, max_float=a.max_float, counted=sens.weighted())
-        rows.append(ours(f'fasterquant blocks (auto: {len(blocks)}), coverage {a.coverage:g}, <= {a.max_float:.0%} in float', by_block, score_s=t_score))
+        by_block = suggest_exclusion(sc.scores, a.coverage, blocks=blocks, max_float=mf, counted=sens.weighted())
+        rows.append(ours(f'fasterquant blocks (auto: {len(blocks)}), coverage {a.coverage:g}, <= {mf:.0%} in float', by_block, score_s=t_score))
         t = time.perf_counter(); v = sens.verified(per_node, list(sc.scores), time_budget=90); t_v = time.perf_counter() - t
         rows.append(ours('fasterquant verified (per-node + search), no cap', v['excluded'], score_s=t_score, verify_s=t_v, verify_log=v['log']))
         # coverage sweep on the calibration words: the raw per-node picks, and the measured curve (best kept so far)
@@ -271,7 +272,7 @@ def findings(res) -> list[str]:
         best = max(qs['acc'], qw['acc'])
         beats = 'beats both' if dflt['acc'] > best + 1e-9 else \
                 f"ties the better one within noise ({100 * (dflt['acc'] - best):+.2f} points)" if all(g <= 2 * e + 1e-9 for g, e in gaps) else 'does NOT beat both'
-        L.append(f"- {mode}: the default (coverage {res['coverage']:g}, at most {res.get('max_float', 0.2):.0%} of the weight ops in float, verified) "
+        L.append(f"- {mode}: the default (coverage {res['coverage']:g}, at most {dflt.get('max_float', res.get('max_float') or 0.2):.0%} of the weight ops in float, verified) "
                  f"keeps {dflt['n_float']} in float, {100 * dflt['int_weights']:.0f}% on integer weights, {dflt['mb']:.3g} MB ({fl['mb'] / dflt['mb']:.1f}x smaller than float; "
                  f"plain quantize_static's {qs['mb']:.3g} MB, {fl['mb'] / qs['mb']:.1f}x): "
                  f"{100 * dflt['acc']:.1f}% vs float {100 * fl['acc']:.1f}% and plain quantize_static {100 * qs['acc']:.1f}% (all op types) / "

@@ -274,6 +274,7 @@ def cmd_onnx(args):
         block_lines = [f"\nauto blocks ({info[0]}): {len(multi)} blocks of 2+ nodes, {len(counts) - len(multi)} single nodes"]
         block_lines += [f"  {b}: {c} nodes" for b, c in list(multi.items())[:args.top or None]] + [f"  {x}" for x in info[1:]]
     weighted = sens.weighted()
+    if args.max_float is None: args.max_float = sens.default_max_float()   # 0.2, or 0.05 once the rounding is learned
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter('always', NearTieWarning)
         excluded = suggest_exclusion(res.scores, args.coverage, threshold=args.threshold, blocks=blocks, block_agg=args.block_agg,
@@ -401,7 +402,7 @@ def get_parser() -> argparse.ArgumentParser:
     o.add_argument('--block-agg', choices=['sum', 'max', 'mean'], default='sum', help="block score from its nodes' (default sum)")
     o.add_argument('--max-nodes', type=int, metavar='N', help="keep at most N nodes (blocks) in float")
     o.add_argument('--labels', metavar='LABELS.npy', help="integer class labels of the calibration samples (numpy.save): the final table adds the accuracy")
-    o.add_argument('--max-float', type=float, default=0.2, metavar='SHARE', help="keep at most this share of the weight-holding nodes (Conv/MatMul/Gemm with weights) in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 1: no cap)")
+    o.add_argument('--max-float', type=float, default=None, metavar='SHARE', help="keep at most this share of the weight-holding nodes (Conv/MatMul/Gemm with weights) in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 0.05 once the rounding is learned, as at 4 bits; 1: no cap)")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
     o.add_argument('--no-compact', dest='compact', action='store_false', help="keep ONNX Runtime's value names (a larger file, the same model; node names are kept either way)")

@@ -30,13 +30,14 @@ from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
 __all__ = ['QUANT_TYPES', 'CALIBRATE_METHODS', 'ENTROPY_BINS', 'WEIGHT_OPS', 'CHAIN_OPS', 'GRID_MARGIN', 'LEARNED_CRITERIA',
-           'OUTPUT_GRID', 'GRID_LABELS', 'KL_PROB_FLOOR', 'SHARED_BYTES', 'onnx_inputs', 'FeedReader', 'get_quant_type',
-           'get_calibrate_method', 'ort_op_types', 'default_op_types', 'chain_nodes', 'load_for_quantization',
-           'calibrate_onnx', 'onnx_opset', 'needed_opset', 'constants_to_initializers', 'name_nodes', 'prepare_onnx',
-           'onnx_criteria', 'layer_inputs', 'output_loss', 'weight_overrides', 'quantized_nodes', 'restore_activations',
-           'float_reads_float', 'widen_4bit', 'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance',
-           'output_kinds', 'pick_metric', 'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity',
-           'score_onnx', 'onnx_node_scopes', 'graph_blocks']
+           'OUTPUT_GRID', 'GRID_LABELS', 'KL_PROB_FLOOR', 'SHARED_BYTES', 'MAX_FLOAT', 'MAX_FLOAT_LEARNED',
+           'onnx_inputs', 'FeedReader', 'get_quant_type', 'get_calibrate_method', 'ort_op_types', 'default_op_types',
+           'chain_nodes', 'load_for_quantization', 'calibrate_onnx', 'onnx_opset', 'needed_opset',
+           'constants_to_initializers', 'name_nodes', 'prepare_onnx', 'onnx_criteria', 'layer_inputs', 'output_loss',
+           'weight_overrides', 'quantized_nodes', 'restore_activations', 'float_reads_float', 'widen_4bit',
+           'verify_onnx', 'write_onnx', 'quantize_onnx', 'kl_prob_distance', 'output_kinds', 'pick_metric',
+           'check_metric', 'downstream_model', 'external_stub', 'OnnxSensitivity', 'score_onnx', 'onnx_node_scopes',
+           'graph_blocks']
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #a42d2c1d
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -758,6 +759,8 @@ def external_stub(t:onnx.TensorProto) -> onnx.TensorProto:
     e = s.external_data.add(); e.key, e.value = 'location', 'fasterquant-shared'
     return s
 
+MAX_FLOAT, MAX_FLOAT_LEARNED = 0.2, 0.05   # the default pick's cap on the weight ops kept in float: with round-to-nearest, with learned rounding
+
 class OnnxSensitivity:
     "Per-node quantization sensitivity of an ONNX model: calibrate once, then quantize each node alone and measure the outputs."
     def __init__(self,
@@ -793,7 +796,7 @@ class OnnxSensitivity:
         auto, learned = isinstance(self.criteria, str) and self.criteria == 'auto', isinstance(self.criteria, LayerwiseCriteria)
         self.grid = 'minmax' if auto else self.criteria.name if learned else str(self.criteria)   # the grid (or learned rounding) in use, by name
         self.weight_overrides, self.grid_distances = ({} if auto or learned else self._overrides(self.criteria)), {}   # the grids in use (ORT's own for any weight not here)
-        self.rounding = None   # with learned rounding: its `OnnxRounding`, whose weights every quantized model holds
+        self.rounding, self.roundings = None, {}   # learned rounding: the `OnnxRounding` learned with every target quantized; per exclusion, `(OnnxRounding, float weights)`
         self.n_calibrations, self.run_s = 0, 0.   # run_s: seconds the probes spent in ONNX Runtime's forward passes (sessions opened not counted)
         if ranges is None:
             ranges = calibrate_onnx(self.model, self.feeds, _chain_op_types(self.op_types, chains), calibrate_method, self.extra_options, providers)
@@ -816,7 +819,7 @@ class OnnxSensitivity:
             except Exception: self.grid_distances['gptq'] = math.nan
             d_ort, d = self.grid_distances['minmax'], self.grid_distances['gptq']
             if math.isfinite(d) and not d >= GRID_MARGIN * d_ort: self.grid = 'gptq'
-            else: self.weight_overrides, self.rounding = {}, None
+            else: self.weight_overrides, self.rounding, self.roundings = {}, None, {}
 
     def _overrides(self, criteria) -> dict:
         "`weight_overrides` for `criteria` (a grid) on the stored model and feeds: {} for ORT's own."
@@ -824,14 +827,26 @@ class OnnxSensitivity:
         return weight_overrides(self.model, criteria, self.weight_type, self.per_channel, self.op_types, self.feeds)
 
     def learn_rounding(self, criteria='gptq', # a learned rounding: 'gptq', 'adaround', or a `GPTQ` / `AdaRound` value (its scale method sets the grid)
+                       nodes_to_exclude=None, # learn in the model with these nodes in float (default: every target quantized, on new grids)
                        **kwargs) -> OnnxRounding: # `learn_onnx_rounding` arguments
-        "Put the weights on the grid of `criteria`'s scale method and learn their integers with every target quantized (`learn_onnx_rounding`): every model quantized from now on holds them; returns the `OnnxRounding`."
+        "Learn the integers with `criteria` (`learn_onnx_rounding`) in the model quantized with `nodes_to_exclude` in float: every model quantized from now on with that exclusion holds them, any other one those learned with every target quantized; returns the `OnnxRounding`."
         crit = onnx_criteria(criteria, self.weight_type, self.reduce_range, self.extra_options)
         if not isinstance(crit, LayerwiseCriteria): raise ValueError(f"learn_rounding needs a learned rounding ('gptq', 'adaround'), got {crit!r}")
-        self.weight_overrides, self.rounding = self._overrides(crit.scale), None
-        self.rounding = learn_onnx_rounding(self.model, self.quantized_model(), self.feeds, crit, **kwargs)
-        self._float_weights = {t.name: t for t in self.model.graph.initializer if t.name in self.rounding.weights}
-        return self.rounding
+        key = frozenset(nodes_to_exclude or [])
+        if not key: self.weight_overrides, self.rounding, self.roundings = self._overrides(crit.scale), None, {}   # new grids, everything learned again
+        elif self.rounding is None: raise ValueError("learn the rounding with every target quantized first (learn_rounding() without nodes_to_exclude): its grids are the ones kept")
+        r = learn_onnx_rounding(self.model, self.quantized_model(list(key)), self.feeds, crit, **kwargs)
+        self.roundings[key] = (r, {t.name: t for t in self.model.graph.initializer if t.name in r.weights})
+        if not key: self.rounding = r
+        return r
+
+    def default_max_float(self) -> float:
+        "The default pick's cap on the share of weight ops kept in float: `MAX_FLOAT_LEARNED` once the rounding is learned (it leaves less to fix, and a 4-bit weight kept in float costs 8x its size), else `MAX_FLOAT`."
+        return MAX_FLOAT_LEARNED if self.rounding is not None else MAX_FLOAT
+
+    def rounding_for(self, nodes_to_exclude=None):
+        "`(OnnxRounding, float weights)` a model with `nodes_to_exclude` in float holds: learned for that exclusion, else with every target quantized; None without learned rounding."
+        return self.roundings.get(frozenset(nodes_to_exclude or []), self.roundings.get(frozenset()))
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
@@ -857,7 +872,7 @@ class OnnxSensitivity:
         ranges = TensorsData(self.ranges.calibration_method, {k: v for k, v in self.ranges.items() if names is None or k in names})
         # a copy (of those tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into later probes
         m = copy.deepcopy(self.model) if model is None else model
-        if self.rounding: set_weights(m, self.rounding.weights)   # the learned integers on their grids: ORT's quantizer writes exactly them
+        if got := self.rounding_for(nodes_to_exclude): set_weights(m, got[0].weights)   # the learned integers on their grids: ORT's quantizer writes exactly them
         return QDQQuantizer(m, self.per_channel, self.reduce_range, self.weight_type,
                             self.activation_type, ranges, list(nodes_to_quantize or []), list(nodes_to_exclude or []),
                             list(op_types or self.op_types), _with_overrides(self.extra_options, self.weight_overrides, self.model if model is None else model))
@@ -871,7 +886,7 @@ class OnnxSensitivity:
         with _quiet(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
         m = q.model.model
         float_reads_float(m, quantized, src)
-        if self.rounding: set_weights(m, self._float_weights)   # a weight op left in float reads its float weight, not the learned one
+        if got := self.rounding_for(nodes_to_exclude): set_weights(m, got[1])   # a weight op left in float reads its float weight, not the learned one
         widen_4bit(m)   # W4A8 runs on ONNX Runtime's 8-bit integer kernels: measured as it is written
         return m
 
@@ -1068,12 +1083,15 @@ def verified(self:OnnxSensitivity,
              max_evals:int=12, # at most this many extra quantize-and-measure runs in the search
              time_budget:float=120., # seconds the search may take
              window:int=4, # the search tries the `window` nodes on each side of the cut
-             max_float:float=None) -> dict: # the search never keeps more than this share of the ranked weight-holding nodes (`weighted`) in float
+             max_float:float=None, # the search never keeps more than this share of the ranked weight-holding nodes (`weighted`) in float
+             relearn:bool=True) -> dict: # with learned rounding, learn it again with `excluded` in float before measuring it (`learn_rounding`)
     "Measure `excluded` against the all-quantized model; if it is not closer to float, search greedily around the cut (add the next ranked nodes, drop the last ones taken), bounded in evaluations and time."
     t0, excluded = time.perf_counter(), list(excluded)
     d_all = self.distance([])
+    relearned = relearn and excluded and self.rounding is not None and frozenset(excluded) not in self.roundings
+    if relearned: self.learn_rounding(self.rounding.criteria, excluded)   # downstream nodes learned to make up for upstream error that is gone once these are float
     d = d_all if not excluded else self.distance(excluded)
-    log = [f"all quantized: {d_all:.4g}; picked ({len(excluded)} in float): {d:.4g}"]
+    log = [f"all quantized: {d_all:.4g}; picked ({len(excluded)} in float{', rounding learned again' if relearned else ''}): {d:.4g}"]
     best, d_best, n = excluded, d, 0
     if d < d_all or not excluded: return dict(excluded=best, distance=d_best, all_quantized=d_all, searched=False, log=log)
     ranking = [r for r in (ranking or excluded) if r]
