@@ -52,8 +52,8 @@ def main():
         quantize_onnx(prep, d/'ours.onnx', calib, prepare=False)
         quantize_onnx(prep, d/'ours_alone.onnx', calib, prepare=False, chains=False)
         quantize_onnx(prep, d/'ours_u8.onnx', calib, prepare=False, activation_type='uint8')
-        quantize_onnx(prep, d/'w4.onnx', calib, prepare=False, weight_type='int4', criteria='gptq')
-        quantize_onnx(prep, d/'w4_u8.onnx', calib, prepare=False, weight_type='int4', activation_type='uint8', criteria='gptq')
+        quantize_onnx(rec, d/'w4.onnx', calib, weight_type='int4', criteria='gptq')   # prepared inside at the opset 4-bit weights need (21)
+        quantize_onnx(rec, d/'w4_u8.onnx', calib, weight_type='int4', activation_type='uint8', criteria='gptq')
         onnx.save(unwidened(onnx.load(str(d/'w4.onnx'))), str(d/'w4_raw.onnx'))
         ort_int4(d/'float.onnx', d/'ort_int4.onnx', 'rtn', calib)
     rows = {'float': ('float', d/'float.onnx', {}), 'qs_all': ('plain quantize_static (all op types)', d/'qs_all.onnx', {}),

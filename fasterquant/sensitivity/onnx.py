@@ -533,7 +533,8 @@ def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quan
 _FOUR_BITS = (onnx.TensorProto.INT4, onnx.TensorProto.UINT4)
 
 def widen_4bit(model:onnx.ModelProto) -> int: # a QDQ model (changed in place)
-    "Widen each 4-bit weight of a weight op whose data input is quantized to 8 bits with a `Cast` in front of its `DequantizeLinear` (`widened`): ONNX Runtime folds it at load and runs its 8-bit integer kernels on the very same integers; returns how many."
+    "Widen each 4-bit weight of a weight op whose data input is quantized to 8 bits with a `Cast` in front of its `DequantizeLinear` (`widened`): ONNX Runtime folds it at load and runs its 8-bit integer kernels on the very same integers; returns how many (none below opset 21, where `Cast` takes no 4-bit type)."
+    if onnx_opset(model) < 21: return 0
     g = model.graph
     inits, prod = {t.name: t for t in g.initializer}, {o: n for n in g.node for o in n.output}
     dq = lambda v: prod.get(v) if prod.get(v) is not None and prod[v].op_type == 'DequantizeLinear' else None
