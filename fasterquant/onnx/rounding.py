@@ -25,7 +25,7 @@ from .runtime import ort_session
 
 # %% auto #0
 __all__ = ['ROUNDING_OPS', 'node_attr', 'OnnxLayer', 'onnx_layer', 'stored_initializer', 'dq_spec', 'OnnxRounding', 'set_weights',
-           'learn_onnx_rounding']
+           'first_samples', 'with_outputs', 'learn_onnx_rounding']
 
 # %% ../../nbs/onnx/02_rounding.ipynb #73c61d84
 def node_attr(node:onnx.NodeProto, # an ONNX node
@@ -138,7 +138,8 @@ def set_weights(model:onnx.ModelProto, # changed in place
         t.CopyFrom(a if isinstance(a, onnx.TensorProto) else numpy_helper.from_array(np.asarray(a, onnx.helper.tensor_dtype_to_np_dtype(t.data_type)), t.name)); n += 1
     return n
 
-def _first_samples(feeds:list, n:int=None) -> list:
+def first_samples(feeds:list, # calibration feeds (`onnx_inputs`)
+                  n:int=None) -> list: # about this many samples (None: all)
     "The first feeds holding about `n` samples (all with None)."
     out, k = [], 0
     for f in feeds:
@@ -146,7 +147,8 @@ def _first_samples(feeds:list, n:int=None) -> list:
         out.append(f); k += len(next(iter(f.values())))
     return out
 
-def _with_outputs(model:onnx.ModelProto, names:list) -> onnx.ModelProto:
+def with_outputs(model:onnx.ModelProto, # not modified
+                 names:list) -> onnx.ModelProto: # values to return too
     "A copy of `model` that also returns the tensors `names`."
     m = onnx.ModelProto(); m.CopyFrom(model)
     have = {o.name for o in m.graph.output} | {i.name for i in m.graph.input}
@@ -214,10 +216,10 @@ def learn_onnx_rounding(model:onnx.ModelProto, # the float model (prepared), the
         jobs[n.name] = (n, fn, dq, layer, spec)
     weights, integers, stats = {}, {}, {}
     if not jobs: return OnnxRounding(weights, integers, stats, skipped, crit, time.perf_counter() - t0)
-    emu = ort_session(_with_outputs(_weights_as_inputs(qdq, [j[2] for j in jobs.values()]), [j[0].input[0] for j in jobs.values()]))
-    ref = ort_session(_with_outputs(model, [j[1].output[0] for j in jobs.values()]))
+    emu = ort_session(with_outputs(_weights_as_inputs(qdq, [j[2] for j in jobs.values()]), [j[0].input[0] for j in jobs.values()]))
+    ref = ort_session(with_outputs(model, [j[1].output[0] for j in jobs.values()]))
     cur = {dq.output[0]: layer.to_onnx(spec.dequantize()) for n, fn, dq, layer, spec in jobs.values()}
-    feeds = _first_samples(feeds, p['n_samples'])
+    feeds = first_samples(feeds, p['n_samples'])
     level = _levels(qdq, set(jobs))
     gen = torch.Generator().manual_seed(p['seed'])
     order = sorted(jobs, key=lambda k: level[k])

@@ -25,7 +25,7 @@ from ..onnx.export import drop_dead_taps, compact_onnx, widened
 from ..quantize.dtype import get_dtype
 from ..quantize.criteria import get_scale_method, available_scale_methods, MSE, get_criteria
 from ..quantize.layerwise import LayerwiseCriteria
-from ..onnx.rounding import learn_onnx_rounding, set_weights, OnnxRounding
+from ..onnx.rounding import learn_onnx_rounding, set_weights, OnnxRounding, node_attr, first_samples, with_outputs
 from .picker import Sensitivity, names_to_patterns, float_cap, n_counted
 
 # %% auto #0
@@ -338,14 +338,8 @@ def layer_inputs(model:onnx.ModelProto, # the (prepared) float model
                  values:list, # the values to keep (e.g. the data inputs of the weight ops)
                  n_samples:int=16) -> dict: # keep the first this many samples
     "`{value: array}`: `values` as the float model computes them on the first `n_samples` calibration samples (one ONNX Runtime run, with them as extra outputs)."
-    sub, k = [], 0
-    for f in feeds:
-        if k >= n_samples: break
-        sub.append(f); k += len(next(iter(f.values())))
-    given = {i.name for i in model.graph.input}
-    m = onnx.ModelProto(); m.CopyFrom(model)
-    have = {o.name for o in m.graph.output}
-    m.graph.output.extend([onnx.helper.make_empty_tensor_value_info(v) for v in dict.fromkeys(values) if v not in have and v not in given])
+    sub, given = first_samples(feeds, n_samples), {i.name for i in model.graph.input}
+    m = with_outputs(model, values)
     names = [o.name for o in m.graph.output]
     outs = run_feeds(m, sub)
     return {v: np.concatenate([f[v] for f in sub] if v in given else [o[names.index(v)] for o in outs])[:n_samples] for v in dict.fromkeys(values)}
@@ -354,8 +348,7 @@ def _grid_rows(w:np.ndarray, axis) -> np.ndarray:
     "`w` as the rows `weight_overrides` fits a grid to: one per output channel along `axis`, or the whole tensor as one row (`axis=None`)."
     return np.ascontiguousarray(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1) if axis is not None else w.reshape(1, -1))
 
-def _attr(n, name, default=None):
-    return next((onnx.helper.get_attribute_value(a) for a in n.attribute if a.name == name), default)
+_attr = node_attr
 
 def output_loss(node:onnx.NodeProto, # a Conv (2-d), MatMul or Gemm whose weight is its input 1
                 w:np.ndarray, # that weight, as the model holds it
