@@ -137,7 +137,7 @@ def layer_table(model, qs_by_method, x):
     bns = bn_of(model)
     names = [n for n, m in model.named_modules() if isinstance(m, LAYERS)]
     xin = layer_inputs(model, x, names)
-    from fasterquant.quantize.layerwise import _trace, post_chain, _post_fn
+    from fasterquant.quantize.engine import _trace, post_chain, _post_fn
     graph, _ = _trace(model, set(names))
     node = {n.target: n for n in graph.nodes if n.op == 'call_module' and n.target in names}
     rows = []
@@ -171,11 +171,11 @@ from contextlib import contextmanager
 @contextmanager
 def layer_output_target(on=True):
     "With `on`, the engine's reconstruction target is the layer's own output (no BatchNorm, no activation after it), as AIMET's for a conv followed by BN."
-    from fasterquant.quantize import layerwise
-    orig = layerwise.post_chain
-    if on: layerwise.post_chain = lambda node, model: []
+    from fasterquant.quantize import engine
+    orig = engine.post_chain
+    if on: engine.post_chain = lambda node, model, act=True: []
     try: yield
-    finally: layerwise.post_chain = orig
+    finally: engine.post_chain = orig
 
 class GridAdaRound:
     "Factory: our AdaRound started on given per-channel scales (`{layer: scale in the folded model's terms}`) instead of its MSE grid."

@@ -21,7 +21,12 @@ import argparse, collections, json, os, platform, tempfile, warnings, logging
 from pathlib import Path
 import numpy as np, onnx
 from onnxruntime.quantization import quantize_static, QuantFormat
-from fasterquant.sensitivity.onnx import prepare_onnx, quantize_onnx, quantized_nodes, FeedReader, WEIGHT_OPS, _in_dir, _quiet
+from fasterquant.onnx.prepare import prepare_onnx
+from fasterquant.onnx.qdq import quantize_onnx, quantized_nodes
+from fasterquant.onnx.feeds import FeedReader
+from fasterquant.onnx.ops import default_op_types
+from fasterquant.onnx.graph import in_dir as _in_dir, quiet_ort as _quiet
+WEIGHT_OPS = tuple(default_op_types())
 from fasterquant.onnx.runtime import ort_latency, op_counts, ort_optimized, ort_session, run_feeds
 from fasterquant.data.datasets import rapidocr_model, random_words, render_words, ocr_charset, ctc_greedy, word_accuracy
 from results_io import add_results_args, write_results, rendered

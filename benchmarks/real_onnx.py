@@ -21,8 +21,14 @@ from pathlib import Path
 import numpy as np, onnx, onnxruntime as ort
 from onnxruntime.quantization import quantize_static, QuantFormat
 from fasterquant.data.datasets import rapidocr_model, ocr_charset, random_words, render_words, ctc_greedy
-from fasterquant.sensitivity.onnx import (OnnxSensitivity, FeedReader, prepare_onnx, ort_op_types, default_op_types, get_quant_type,
-                                          pick_metric, onnx_criteria, GRID_MARGIN, GRID_LABELS, graph_blocks, onnx_node_scopes, float_reads_float, quantized_nodes, _in_dir, _quiet)
+from fasterquant.sensitivity.onnx import OnnxSensitivity, graph_blocks, onnx_node_scopes
+from fasterquant.onnx.feeds import FeedReader
+from fasterquant.onnx.prepare import prepare_onnx
+from fasterquant.onnx.ops import ort_op_types, default_op_types
+from fasterquant.onnx.grids import get_quant_type, onnx_criteria, GRID_MARGIN, GRID_LABELS
+from fasterquant.onnx.qdq import float_reads_float, quantized_nodes, qdq_model, QDQSettings
+from fasterquant.onnx.graph import in_dir as _in_dir, quiet_ort as _quiet
+from fasterquant.core.metrics import pick_metric
 from fasterquant.sensitivity.picker import suggest_exclusion, blocks_from_names, drop_whole_blocks
 from fasterquant.onnx.runtime import run_feeds
 from fasterquant.core.metrics import get_metric
@@ -222,9 +228,8 @@ def main():
         diag = []
         convs = [n.name for n in sens.model.graph.node if n.op_type == 'Conv']
         with _quiet(): s_all = OnnxSensitivity(rec, calib, ranges=None, op_types_to_quantize=ort_op_types(), **kw)
-        q = s_all.quantizer(nodes_to_exclude=convs)
-        with _quiet(): q.quantize_model(); q.model.topological_sort()
-        raw = q.model.model; onnx.save(raw, str(tmp/'diag.onnx'))
+        st = s_all.settings(); st.float_inputs = False   # ORT's own placement: float nodes read the quantized copies
+        raw = qdq_model(s_all.model, s_all.ranges, st, nodes_to_exclude=convs); onnx.save(raw, str(tmp/'diag.onnx'))
         diag.append(measure(tmp/'diag.onnx', f'all op types, {len(convs)} Conv in float, ORT placement'))
         float_reads_float(raw, quantized_nodes(s_all.model, s_all.op_types, None, convs), s_all.model); onnx.save(raw, str(tmp/'diag.onnx'))
         try: diag.append(measure(tmp/'diag.onnx', f'all op types, {len(convs)} Conv in float, float reads float'))

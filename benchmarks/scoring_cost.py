@@ -17,7 +17,11 @@ import argparse, json, os, platform, statistics, tempfile, time, warnings, loggi
 from pathlib import Path
 import numpy as np
 from onnxruntime.quantization import quantize_static, QuantFormat
-from fasterquant.sensitivity.onnx import OnnxSensitivity, ort_op_types, _quiet, FeedReader, KL_PROB_FLOOR
+from fasterquant.sensitivity.onnx import OnnxSensitivity
+from fasterquant.onnx.ops import ort_op_types
+from fasterquant.onnx.graph import quiet_ort as _quiet
+from fasterquant.onnx.feeds import FeedReader
+from fasterquant.core.metrics import KL_PROB_FLOOR
 from fasterquant.onnx.runtime import ort_session, run_feeds
 from fasterquant.core.metrics import output_distance, get_metric
 from results_io import add_results_args, write_results, rendered

@@ -21,7 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fasterquant.core.utils import atomic_path
 from fasterquant.data.datasets import trained_model, load_data
 from fasterquant.sensitivity.picker import blocks_from_names, suggest_exclusion, summarize_exclusion
-from fasterquant.sensitivity.onnx import OnnxSensitivity, FeedReader, get_quant_type
+from fasterquant.sensitivity.onnx import OnnxSensitivity
+from fasterquant.onnx.feeds import FeedReader
+from fasterquant.onnx.grids import get_quant_type
 from fasterquant.onnx.runtime import run_feeds as run_onnx
 from fasterquant.core.metrics import output_distance
 from onnxruntime.quantization import quantize_static, QuantFormat, QuantType

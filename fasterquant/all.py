@@ -15,14 +15,3 @@ from .sensitivity.all import *
 from .callbacks.all import *
 from .data.all import *
 __all__ = [n for m in (_core, _quantize, _onnx, _sensitivity, _callbacks, _data) for n in m.__all__]
-
-# %% ../nbs/01_all.ipynb #eaf5a3b7
-import fasterquant.core.all as _core, fasterquant.quantize.all as _quantize, fasterquant.onnx.all as _onnx
-import fasterquant.sensitivity.all as _sensitivity, fasterquant.callbacks.all as _callbacks, fasterquant.data.all as _data
-from .core.all import *
-from .quantize.all import *
-from .onnx.all import *
-from .sensitivity.all import *
-from .callbacks.all import *
-from .data.all import *
-__all__ = [n for m in (_core, _quantize, _onnx, _sensitivity, _callbacks, _data) for n in m.__all__]

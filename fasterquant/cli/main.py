@@ -94,7 +94,7 @@ def check_args(args):
     vt = getattr(args, 'verify_time', None)
     if vt is not None and not (math.isfinite(vt) and vt > 0): raise CLIError(f"--verify-time must be a positive number of seconds, got {vt}")
     if args.op_types:
-        from fasterquant.sensitivity.onnx import ort_op_types
+        from fasterquant.onnx.ops import ort_op_types
         bad = sorted(set(args.op_types) - set(ort_op_types()))
         if bad: raise CLIError(f"--op-types: ONNX Runtime does not quantize {bad}; use some of {ort_op_types()}")
     if args.output is not None:
@@ -104,16 +104,10 @@ def check_args(args):
 # %% ../../nbs/cli/00_cli.ipynb #072781e3
 import contextlib, logging
 
-@contextlib.contextmanager
 def _quiet_ort():
-    "Silence ONNX Runtime's quantizer chatter on the root logger (pre-processing advice, per-weight axis notes) and its warnings."
-    root = logging.getLogger(); level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            yield
-    finally: root.setLevel(level)
+    "ONNX Runtime's quantizer chatter silenced (`quiet_ort`), imported only when a command needs it."
+    from fasterquant.onnx.graph import quiet_ort
+    return quiet_ort()
 
 def _progress(args) -> bool: return not args.quiet   # a bar on a terminal, log lines in a log (`progress_mode`), nothing with -q
 
@@ -153,7 +147,8 @@ def metric_label(sens) -> str:
 
 def sensitivity(args, model):
     "Calibrate once and score every node of `args.model` (an `OnnxSensitivity` and its `Sensitivity`); `--labels` are checked against the output before any probe."
-    from fasterquant.sensitivity.onnx import OnnxSensitivity, GRID_MARGIN, GRID_LABELS
+    from fasterquant.sensitivity.onnx import OnnxSensitivity
+    from fasterquant.onnx.grids import GRID_MARGIN, GRID_LABELS
     from fasterquant.core.metrics import metric_name
     calib = load_calib(args.calib, model)
     if getattr(args, 'labels', None): args.label_values = load_labels(args.labels, len(next(iter(calib.values()))))
@@ -223,7 +218,7 @@ def print_scores(res, blocks=None, excluded=None, top:int=30, file=None):
 def agreement(sens, model, labels=None) -> dict:
     "Distance from the float outputs (the scorer's metric), top-1 agreement (classifier outputs only) and, given `labels`, accuracy of `model` on `sens`'s calibration feeds."
     from fasterquant.onnx.runtime import run_feeds
-    from fasterquant.sensitivity.onnx import output_kinds
+    from fasterquant.core.metrics import output_kinds
     outs = run_feeds(model, sens.feeds)
     res = dict(distance=sens.distance_to_float(outs), top1=None)
     ref = [np.concatenate([np.asarray(b[j]) for b in sens.reference]) for j in range(len(sens.reference[0]))]
@@ -258,7 +253,7 @@ def _mb(n): return f"{n/1e6:.3f} MB"
 def cmd_onnx(args):
     "`fasterquant onnx`: score every node, choose what stays in float, quantize with ONNX Runtime, report agreement and size."
     from fasterquant.sensitivity.picker import suggest_exclusion, summarize_exclusion, n_counted, NearTieWarning
-    from fasterquant.sensitivity.onnx import output_kinds
+    from fasterquant.core.metrics import output_kinds
     check_args(args)
     model = load_onnx(args.model)
     out = Path(args.output)
@@ -343,11 +338,12 @@ def cmd_demo(args):
 
 # %% ../../nbs/cli/00_cli.ipynb #1c8e7217
 def _add_onnx_args(p):
+    from fasterquant.onnx.grids import ONNX_CRITERIA, onnx_criteria_names
     p.add_argument('model', help="the float ONNX model")
     p.add_argument('--calib', required=True, metavar='DATA.npz', help="calibration inputs: an .npz file with one array per model input, named after it, first dim = samples")
     p.add_argument('--mode', choices=list(MODES), default='int8', help="integer formats: int8 (W8A8, default), u8s8 (uint8 activations), w4a8 (int4 weights)")
     p.add_argument('--metric', choices=['auto', 'kl', 'kl_prob', 'mse', 'cos'], default='auto', help="how far the outputs move from the float model's: auto (default) picks from the output: probabilities -> kl_prob (no second softmax), class logits -> kl, anything else -> mse")
-    p.add_argument('--criteria', choices=['auto', 'minmax', 'gptq', 'adaround', 'output', 'mse', 'percentile'], default='auto', help="weights: auto (default: at 4 bits GPTQ's learned rounding if it brings the all-quantized model at least 10%% closer to float than ONNX Runtime's min-max grid, else that grid; at 8 bits ONNX Runtime's), minmax, gptq / adaround (integers learned on calibration inputs, on MSE-clipped grids), output (clip each channel's range to the least squared error of its node's output on calibration inputs), mse (to the least squared error of the weights), percentile")
+    p.add_argument('--criteria', choices=onnx_criteria_names(), default='auto', help="weights: " + '; '.join(f"{k}: {label}" for k, (label, _) in ONNX_CRITERIA.items()) + " (integers learned on calibration inputs, on MSE-clipped grids, for gptq and adaround)")
     p.add_argument('--calibrate-method', choices=['minmax', 'entropy', 'percentile'], default='minmax', help="activation range calibration (default minmax)")
     p.add_argument('--per-tensor', action='store_true', help="one weight scale per tensor (default: per output channel)")
     p.add_argument('--op-types', nargs='+', metavar='OP', help="op types to quantize (default: the weight ops Conv Gemm MatMul, with the chain nodes between them, see --no-chains; other elementwise ops stay float unless named here)")

@@ -8,8 +8,9 @@ import numpy as np
 from .registry import AxisRegistry
 
 # %% auto #0
-__all__ = ['METRICS', 'kl_distance', 'mse_distance', 'cos_distance', 'register_metric', 'available_metrics', 'get_metric',
-           'metric_name', 'output_distance', 'ReferenceDistance']
+__all__ = ['METRICS', 'KL_PROB_FLOOR', 'kl_distance', 'mse_distance', 'cos_distance', 'register_metric', 'available_metrics',
+           'get_metric', 'metric_name', 'output_distance', 'ReferenceDistance', 'kl_prob_distance', 'output_kinds',
+           'pick_metric', 'check_metric']
 
 # %% ../../nbs/core/03_metrics.ipynb #db94984f
 def _log_softmax(x, axis=-1):
@@ -105,3 +106,81 @@ class ReferenceDistance:
     def __call__(self, outs:list) -> float: # per batch, the list of outputs to compare
         "The distance of `outs` from the reference."
         return sum(g(self._stack(outs, j)) for j, g in self.parts)
+
+# %% ../../nbs/core/03_metrics.ipynb #04349edc
+KL_PROB_FLOOR = 1e-6  # classes where the reference holds less than this are pooled, per position, by `kl_prob`
+
+def kl_prob_distance(ref:np.ndarray, # reference probabilities `[..., classes]`
+                     out:np.ndarray, # probabilities to compare, same shape
+                     eps:float=1e-10, # added inside the logarithms
+                     floor:float=KL_PROB_FLOOR # per position, the classes where `ref` holds less than this are pooled into one
+                    ) -> float:
+    "Mean KL(ref || out) over the last axis, for outputs that already are probabilities (no second softmax), averaged over all other positions; the reference's negligible classes pooled."
+    return _kl_prob_prepared(ref, eps, floor)(out)
+
+def _kl_prob_prepared(ref:np.ndarray, eps:float=1e-10, floor:float=KL_PROB_FLOOR):
+    "`kl_prob_distance(ref, .)` with the reference's side computed once: a call gathers the kept classes and sums the pooled ones, one masked sum per position."
+    p = np.maximum(ref, 0, dtype=np.float32)
+    c = p.shape[-1] if p.ndim else 1
+    p = p.reshape(-1, c)
+    pooled = p < floor
+    kept = np.flatnonzero(~pooled)   # flat indices of the classes compared one by one (a small share on a peaked output)
+    pk = p.ravel()[kept].astype(np.float64); lpk = np.log(pk + eps)
+    mask = pooled.astype(np.float32) if pooled.any() else None   # the pooled classes, summed per position by one einsum
+    if mask is not None: pt = np.einsum('ij,ij->i', p, mask).astype(np.float64); lpt = np.log(pt + eps)
+    del pooled
+    def d(out:np.ndarray) -> float:
+        o = np.asarray(out).reshape(-1, c)
+        if len(o) != len(p): raise ValueError(f"kl_prob: output of shape {np.shape(out)} against a reference of {ref.shape}")
+        qk = np.maximum(o.ravel()[kept], 0, dtype=np.float32).astype(np.float64)   # float32, as the reference's side
+        tot = float(pk @ (lpk - np.log(qk + eps)))
+        if mask is not None:   # the pooled mass: the sum of the small entries themselves, not 1 minus the large ones (which float32 rounding would swamp)
+            qt = np.maximum(np.einsum('ij,ij->i', o, mask), 0).astype(np.float64)
+            tot += float(pt @ (lpt - np.log(qt + eps)))
+        return tot / max(len(o), 1)
+    return d
+
+register_metric('kl_prob', kl_prob_distance, _kl_prob_prepared)
+
+def _is_prob(a:np.ndarray, tol:float=1e-3) -> bool:
+    return a.ndim >= 2 and a.shape[-1] > 1 and a.min() >= -tol and a.max() <= 1 + tol and np.abs(a.sum(-1) - 1).max() < 100 * tol
+
+def _stacked(reference:list) -> list:
+    "Per-batch output lists as one array per output, the batches concatenated."
+    return [np.concatenate([np.asarray(b[j]) for b in reference]) for j in range(len(reference[0]))]
+
+def output_kinds(model, # the float model (an ONNX `ModelProto`)
+                 reference:list) -> list: # its outputs on the calibration feeds (per batch, a list of outputs)
+    "Per model output, what it holds over its last axis: 'probabilities', 'log-probabilities', 'logits' (class scores `[N, classes]`), or None (a map, embeddings, features, integers)."
+    prod = {o: n.op_type for n in model.graph.node for o in n.output}
+    def kind(name, a):
+        if not np.issubdtype(a.dtype, np.floating): return None
+        if prod.get(name) == 'Softmax' or _is_prob(a): return 'probabilities'
+        if prod.get(name) == 'LogSoftmax': return 'log-probabilities'
+        return 'logits' if a.ndim == 2 and a.shape[1] > 1 else None
+    return [kind(o.name, a) for o, a in zip(model.graph.output, _stacked(reference))]
+
+def pick_metric(model, # the float model (an ONNX `ModelProto`)
+                reference:list) -> tuple[str, str]: # its outputs on the calibration feeds (per batch, a list of outputs)
+    "The metric that fits the model's first float output, and why: probabilities -> 'kl_prob', class logits -> 'kl', anything else -> 'mse'."
+    for o, a, kind in zip(model.graph.output, _stacked(reference), output_kinds(model, reference)):
+        if not np.issubdtype(a.dtype, np.floating): continue
+        shape = 'x'.join(map(str, a.shape[1:]))
+        pos = f", per position over {a.shape[1]} positions" if a.ndim == 3 else ''
+        if kind == 'probabilities': return 'kl_prob', f"output {o.name!r} [N, {shape}] holds probabilities: KL without a second softmax{pos}"
+        if kind == 'log-probabilities': return 'kl', f"output {o.name!r} [N, {shape}] holds log-probabilities: KL of their softmax{pos}"
+        if kind == 'logits': return 'kl', f"output {o.name!r} [N, {shape}] looks like class logits: KL of the softmax"
+        return 'mse', f"output {o.name!r} [N, {shape}] is not a distribution (a regression map, embeddings or a sequence of features): MSE"
+    raise ValueError("the model has no float output to compare: pass metric= a function (outputs_float, outputs_quant) -> distance")
+
+def check_metric(metric, # a metric name (functions are the caller's business and pass)
+                 reference:list): # the float model's outputs on the calibration feeds (per batch, a list of outputs)
+    "Refuse a named metric that cannot apply to the model's first float output, with what to use instead (before any probe runs)."
+    if not isinstance(metric, str): return
+    a = next((o for o in _stacked(reference) if np.issubdtype(o.dtype, np.floating)), None)
+    if a is None: raise ValueError("the model has no float output to compare: pass metric= a function (outputs_float, outputs_quant) -> distance")
+    shape = 'x'.join(map(str, a.shape[1:])) or 'scalar'
+    if metric == 'kl_prob' and not _is_prob(a):
+        raise ValueError(f"metric 'kl_prob' needs probabilities (non-negative, summing to 1 over the last axis) but the output [N, {shape}] is not: use 'kl' for logits, 'mse' or 'cos' otherwise, or 'auto'")
+    if metric in ('kl', 'kl_prob') and (a.ndim < 2 or a.shape[-1] < 2):
+        raise ValueError(f"metric {metric!r} compares distributions over the last axis, but the output [N, {shape}] has one value there (every score would be 0): use 'mse' or 'auto'")

@@ -11,8 +11,9 @@ from .dtype import QDtype, get_dtype
 from .grid import round_half_even, QuantSpec
 from .criteria import register_criteria
 from .schedule import Schedule, linear
-from .layerwise import (LayerwiseCriteria, LayerJob, BlockJob, run_layerwise, run_blockwise, recon_loss, ENGINE_DEFAULTS, check_int, check_pos,
-                        QuadraticRecon, layer_rows, ROW_LAYERS)
+from .layerwise import LayerwiseCriteria, LayerJob, recon_loss, check_int, check_pos, QuadraticRecon, layer_rows, ROW_LAYERS
+from .engine import run_layerwise, ENGINE_DEFAULTS
+from .blocks import BlockJob, run_blockwise
 from .gptq import float_target
 
 from .quantizer import Quantizer

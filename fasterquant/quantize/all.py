@@ -9,8 +9,8 @@ __all__ = []
 import fasterquant.quantize.dtype as _dtype, fasterquant.quantize.granularity as _granularity, fasterquant.quantize.grid as _grid
 import fasterquant.quantize.criteria as _criteria, fasterquant.quantize.context as _context, fasterquant.quantize.schedule as _schedule
 import fasterquant.quantize.fold as _fold, fasterquant.quantize.placement as _placement, fasterquant.quantize.emulation as _emulation
-import fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.adaround as _adaround
-import fasterquant.quantize.gptq as _gptq
+import fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.engine as _engine
+import fasterquant.quantize.blocks as _blocks, fasterquant.quantize.adaround as _adaround, fasterquant.quantize.gptq as _gptq
 from .dtype import *
 from .granularity import *
 from .grid import *
@@ -22,6 +22,8 @@ from .placement import *
 from .emulation import *
 from .quantizer import *
 from .layerwise import *
+from .engine import *
+from .blocks import *
 from .adaround import *
 from .gptq import *
-__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _placement, _emulation, _quantizer, _layerwise, _adaround, _gptq) for n in m.__all__]
+__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _placement, _emulation, _quantizer, _layerwise, _engine, _blocks, _adaround, _gptq) for n in m.__all__]

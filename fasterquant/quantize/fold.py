@@ -9,7 +9,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 import torch
 from torch import nn, Tensor
-import torch.fx as fx
+from ..core.utils import LeafTracer
 from .grid import QuantSpec
 
 # %% auto #0
@@ -19,10 +19,6 @@ __all__ = ['bn_pairs', 'fold_bn_into', 'BNFold', 'bn_factor', 'fold_batchnorm', 
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 _FOLDABLE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
 
-class _Leaves(fx.Tracer):
-    def __init__(self, leaves): super().__init__(); self.leaves = leaves
-    def is_leaf_module(self, m, qualname): return isinstance(m, self.leaves) or super().is_leaf_module(m, qualname)
-
 def _ok(layer, bn) -> bool:
     n_out = layer.out_features if isinstance(layer, nn.Linear) else layer.out_channels
     return bn.track_running_stats and bn.running_mean is not None and bn.num_features == n_out
@@ -30,7 +26,7 @@ def _ok(layer, bn) -> bool:
 def bn_pairs(model:nn.Module) -> OrderedDict:
     "`{layer name: batchnorm name}` for every Conv/Linear whose output feeds only a BatchNorm that can be folded into it."
     mods = dict(model.named_modules())
-    try: graph = _Leaves(_FOLDABLE + _BN).trace(model)
+    try: graph = LeafTracer(types=_FOLDABLE + _BN).trace(model)
     except Exception as e:
         warnings.warn(f"torch.fx cannot trace the model ({type(e).__name__}); folding BatchNorm only where it directly follows a layer "
                       "inside an nn.Sequential")

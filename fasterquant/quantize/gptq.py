@@ -9,8 +9,8 @@ from torch import nn, Tensor
 import torch.nn.functional as F
 from .grid import quantize, QuantSpec
 from .criteria import register_criteria
-from .layerwise import (LayerwiseCriteria, LayerJob, check_int, layer_rows, row_chunks, ROW_LAYERS, QuadraticRecon,
-                                           run_layerwise, ENGINE_DEFAULTS, LOOKUP_LAYERS)
+from .layerwise import LayerwiseCriteria, LayerJob, check_int, layer_rows, row_chunks, ROW_LAYERS, QuadraticRecon
+from .engine import run_layerwise, ENGINE_DEFAULTS, LOOKUP_LAYERS
 
 # %% auto #0
 __all__ = ['GPTQ_LAYERS', 'input_hessian', 'gptq_round', 'float_target', 'GPTQ']

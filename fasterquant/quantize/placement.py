@@ -12,6 +12,7 @@ from torch import nn, Tensor
 import torch.nn.functional as F
 import torch.fx as fx
 from fastcore.basics import store_attr
+from ..core.utils import LeafTracer
 from .dtype import get_dtype
 from .grid import qparams_from_range
 from ..core.calib import token_rows
@@ -168,12 +169,6 @@ def node_kind(n:fx.Node, # a node of an fx graph
 class PlacementError(ValueError):
     "The model cannot be placed (fx cannot trace it, or a quantized layer is called more than once)."
 
-class _Tracer(fx.Tracer):
-    "Keeps the quantized layers (and timm's DropPath, which branches on `training`) as leaves."
-    def __init__(self, leaves=()): super().__init__(); self.leaves = set(leaves)
-    def is_leaf_module(self, m, qualname):
-        return id(m) in self.leaves or type(m).__name__ == 'DropPath' or super().is_leaf_module(m, qualname)
-
 def _get(model, target):
     o = model
     for a in target.split('.'): o = getattr(o, a)
@@ -224,7 +219,7 @@ def place_points(model:nn.Module, # the model (its submodules and parameters are
     if missing: raise ValueError(f"layers {missing[:3]} are not submodules of the model")
     training = model.training
     model.eval()   # the deployed graph: `if self.training` branches outside leaf modules follow eval mode
-    try: g = _Tracer({id(mods[n]) for n in layers}).trace(model)
+    try: g = LeafTracer([mods[n] for n in layers], type_names=('DropPath',)).trace(model)   # (timm's DropPath branches on `training`)
     except Exception as e: raise PlacementError(f"torch.fx cannot trace the model ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''})") from e
     finally: model.train(training)
     calls = [n.target for n in g.nodes if n.op == 'call_module' and n.target in layers]

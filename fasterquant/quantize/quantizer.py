@@ -17,7 +17,7 @@ from .schedule import get_schedule, is_gradual
 from .fold import bn_pairs, bn_factor, fold_batchnorm, unfold_batchnorm, fold_spec
 from .placement import ActQuant, PlacementError, PlacedForward, place_points, install_placement, uninstall_placement
 from .emulation import emulated_module
-from .layerwise import LayerwiseError
+from .engine import LayerwiseError
 from ..core.calib import calib_batches, token_scope, CALIB_HELP
 from ..core.utils import run_model, model_device
 
