@@ -13,7 +13,7 @@ from onnxruntime.quantization import CalibrationMethod, CalibrationDataReader
 from onnxruntime.quantization.calibrate import create_calibrator, TensorsData
 from ..core.registry import AxisRegistry
 from .runtime import run_feeds
-from .graph import load_onnx, save_onnx, with_outputs
+from .graph import read_onnx, save_onnx, with_outputs
 from .ops import default_op_types
 
 # %% auto #0
@@ -53,7 +53,7 @@ def onnx_inputs(calib, # array, dict name -> array, `.npz` path, iterable of inp
                 batch_size:int=32, # samples per batch when splitting stacked arrays
                 n_batches:int=None) -> list[dict]: # keep at most this many batches
     "Calibration inputs as a list of feed dicts `{input name: array}` matching `model`'s inputs."
-    m = load_onnx(model, weights=False, copy_proto=False)
+    m = read_onnx(model, weights=False, copy_proto=False)
     inputs = _model_inputs(m)
     if calib is None: raise ValueError(f"No calibration data: {_CALIB_HELP}")
     if isinstance(calib, (str, Path)):
@@ -138,7 +138,7 @@ def calibrate_onnx(model, # path or `ModelProto` (shapes inferred, see `load_for
     if get_calibrate_method(calibrate_method) == CalibrationMethod.Entropy: calib_opts.setdefault('num_bins', ENTROPY_BINS)
     with tempfile.TemporaryDirectory(prefix='fq.calib.') as d:
         path = Path(d)/'model.onnx'
-        save_onnx(load_onnx(model, copy_proto=False), path)  # a copy: ORT writes beside its input
+        save_onnx(read_onnx(model, copy_proto=False), path)  # a copy: ORT writes beside its input
         cal = create_calibrator(path, op_types or default_op_types(), augmented_model_path=str(Path(d)/'augmented.onnx'),
                                 calibrate_method=get_calibrate_method(calibrate_method), providers=providers,
                                 extra_options=calib_opts)

@@ -11,7 +11,7 @@ import onnx
 from onnx import helper
 
 # %% auto #0
-__all__ = ['node_attr', 'set_attr', 'producers', 'consumers', 'onnx_opset', 'load_onnx', 'save_onnx', 'constants_to_initializers',
+__all__ = ['node_attr', 'set_attr', 'producers', 'consumers', 'onnx_opset', 'read_onnx', 'save_onnx', 'constants_to_initializers',
            'name_nodes', 'with_outputs', 'drop_unread', 'quiet_ort', 'in_dir']
 
 # %% ../../nbs/onnx/01_graph.ipynb #c939d658
@@ -45,7 +45,7 @@ def onnx_opset(model:onnx.ModelProto) -> int:
     return next((o.version for o in model.opset_import if o.domain in ('', 'ai.onnx')), 0)
 
 # %% ../../nbs/onnx/01_graph.ipynb #957899e5
-def load_onnx(model, # an ONNX file path or an `onnx.ModelProto`
+def read_onnx(model, # an ONNX file path or an `onnx.ModelProto`
               what:str='model', # how error messages name it
               weights:bool=True, # also load the weights a file keeps as external data
               copy_proto:bool=True) -> onnx.ModelProto: # a proto is deep-copied (False: returned as it is)

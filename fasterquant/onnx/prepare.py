@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 from onnxruntime.quantization.quant_utils import load_model_with_shape_infer
 from .runtime import ort_session
-from .graph import load_onnx, save_onnx, constants_to_initializers, name_nodes, onnx_opset, quiet_ort, in_dir
+from .graph import read_onnx, save_onnx, constants_to_initializers, name_nodes, onnx_opset, quiet_ort, in_dir
 from .grids import onnx_dtype, get_quant_type
 
 # %% auto #0
@@ -43,7 +43,7 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
                  opset:int=13, # upgrade to at least this opset (13: per-channel QDQ; 21: 4- and 16-bit types)
                  steps:list=None) -> onnx.ModelProto: # if given, what was done is appended to it
     "`model` made ready for ORT's quantizer: `Constant` weights as initializers, opset upgraded, shapes inferred and ORT's pre-processing applied, all on a copy in a temporary folder."
-    m, steps = load_onnx(model), steps if steps is not None else []
+    m, steps = read_onnx(model), steps if steps is not None else []
     if not len(m.graph.node): raise ValueError("the model has no nodes: nothing to quantize")
     if not any(i.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) for i in m.graph.input):
         raise ValueError("the model has no float input: only float models can be quantized")
@@ -61,7 +61,7 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
 
 def load_for_quantization(model) -> onnx.ModelProto:
     "`model` (path or `ModelProto`) with shapes inferred, as ONNX Runtime's quantizer loads it, weights in memory."
-    model = load_onnx(model, copy_proto=False)
+    model = read_onnx(model, copy_proto=False)
     with tempfile.TemporaryDirectory(prefix='fq.load.') as d:  # ORT writes `<stem>-inferred.onnx` beside the file: only beside our copy  # ORT's own proto path leaves weights as external data
         path = Path(d)/'model.onnx'
         save_onnx(model, path)

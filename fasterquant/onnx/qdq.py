@@ -12,7 +12,7 @@ from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
 from fastcore.basics import store_attr
 from ..core.utils import atomic_path, check_output
 from .runtime import ort_session
-from .graph import load_onnx, save_onnx, producers, consumers, drop_unread, onnx_opset, quiet_ort
+from .graph import read_onnx, save_onnx, producers, consumers, drop_unread, onnx_opset, quiet_ort
 from .ops import op_spec, chain_op_types, weight_op_types, default_op_types
 from .feeds import onnx_inputs, calibrate_onnx
 from .grids import get_quant_type, onnx_criteria, weight_overrides, with_overrides, OUTPUT_GRID
@@ -287,7 +287,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     learned = isinstance(crit, LayerwiseCriteria)
     if learned and calib is None: raise ValueError(f"criteria={crit.name!r} learns the integers from calibration inputs: pass calib")
     if kwargs and not learned: raise TypeError(f"quantize_onnx got unexpected arguments {sorted(kwargs)}: they are learned rounding's (criteria='gptq' or 'adaround')")
-    src = prepare_onnx(model, needed_opset(wt, at)) if prepare else load_onnx(model)
+    src = prepare_onnx(model, needed_opset(wt, at)) if prepare else read_onnx(model)
     check_names(src, nodes_to_exclude)
     op_types = list(op_types_to_quantize or default_op_types())
     feeds = onnx_inputs(calib, src, batch_size) if calib is not None else None

@@ -14,7 +14,7 @@ from fastcore.basics import store_attr, patch
 from ..core.progress import step_bar
 from ..core.metrics import get_metric, metric_name, ReferenceDistance, pick_metric, check_metric
 from ..onnx.runtime import run_feeds, ort_session
-from ..onnx.graph import consumers, load_onnx
+from ..onnx.graph import consumers, read_onnx
 from ..onnx.ops import default_op_types
 from ..onnx.feeds import onnx_inputs, calibrate_onnx
 from ..onnx.grids import get_quant_type, onnx_criteria, weight_overrides, GRID_MARGIN
@@ -433,7 +433,7 @@ def exclusion_curve(self:OnnxSensitivity,
 # %% ../../nbs/sensitivity/01_onnx.ipynb #88a768a6
 def onnx_node_scopes(model) -> dict[str, str]:
     "Node name -> module path: from the dynamo exporter's `name_scopes` metadata when present, else the node name itself."
-    m = load_onnx(model, weights=False, copy_proto=False)
+    m = read_onnx(model, weights=False, copy_proto=False)
     out = {}
     for n in m.graph.node:
         meta = {p.key: p.value for p in n.metadata_props}
@@ -451,7 +451,7 @@ def graph_blocks(model, # path or `ModelProto`
                  targets, # the target node names, to group
                  max_share:float=0.5) -> dict: # a segment with more than this share of the targets is cut into shorter runs
     "Blocks from the graph itself, for names without hierarchy: the runs of targets between residual joins (an `Add`/`Sum` of two computed tensors); a run holding more than `max_share` of the targets is cut into runs of about sqrt(n)."
-    m = load_onnx(model, weights=False, copy_proto=False)
+    m = read_onnx(model, weights=False, copy_proto=False)
     computed = {o for n in m.graph.node if n.op_type != 'Constant' for o in n.output}
     tset, segs = set(targets), [[]]
     for n in m.graph.node:
