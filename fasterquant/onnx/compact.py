@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 import numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
-from .graph import node_attr, set_attr
+from .graph import node_attr, set_attr, producers, consumers
 
 # %% auto #0
 __all__ = ['EXPORT_PASSES', 'compact_onnx', 'live_taps', 'drop_dead_taps', 'compact_export']
@@ -19,10 +19,7 @@ def _const(inits, v):
 
 def _drop_absorbed(g):
     "Drop a Relu/Clip whose only consumer is a QuantizeLinear that clamps at the same place (exactly the same values)."
-    inits = {t.name: t for t in g.initializer}
-    cons = defaultdict(list)
-    for n in g.node:
-        for v in n.input: cons[v].append(n)
+    inits, cons = {t.name: t for t in g.initializer}, consumers(g)
     outs = {o.name for o in g.output}
     drop = set()
     for n in g.node:
@@ -47,10 +44,7 @@ def _drop_absorbed(g):
 def _merge_residual_biases(g):
     "Weight-only graphs: `Add(Conv(x, Wa, ba), Conv(y, Wb, bb))` -> `Add(Conv(x, Wa, ba + bb), Conv(y, Wb))`."
     inits = {t.name: t for t in g.initializer}
-    prod = {o: n for n in g.node for o in n.output}
-    cons = defaultdict(list)
-    for n in g.node:
-        for v in n.input: cons[v].append(n)
+    prod, cons = producers(g), consumers(g)
     for n in g.node:
         if n.op_type != 'Add': continue
         a, b = (prod.get(v) for v in n.input[:2])
@@ -63,7 +57,7 @@ def _merge_residual_biases(g):
 
 def _relu_as_max(g):
     "`Relu` after a weight-only `Gemm`/`MatMul` becomes `Max(x, 0)`: the same values, and ONNX Runtime then fuses the layer into `MatMulNBits`."
-    prod = {o: n for n in g.node for o in n.output}
+    prod = producers(g)
     dq = lambda v: v in prod and prod[v].op_type == 'DequantizeLinear'
     zero = None
     for n in g.node:
@@ -235,7 +229,7 @@ def drop_dead_taps(proto:onnx.ModelProto, # a QDQ model, changed in place
     except Exception: return proto   # (no shapes, no rewrite: the model is correct as it is)
     dims = {v.name: [d.dim_value if d.HasField('dim_value') else None for d in v.type.tensor_type.shape.dim]
             for v in list(shapes.value_info) + list(shapes.input)}
-    prod = {o: n for n in g.node for o in n.output}
+    prod = producers(g)
     n_cons = Counter(v for n in g.node for v in n.input)
     inits, types = {t.name: t for t in g.initializer}, {v.name: v.type.tensor_type.elem_type for v in shapes.value_info}
     slices, new = {}, []

@@ -17,7 +17,7 @@ from ..quantize.quantizer import Quantizer
 from ..quantize.emulation import integer_layers
 from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
-from .graph import node_attr, set_attr, constants_to_initializers
+from .graph import node_attr, set_attr, constants_to_initializers, producers
 from .compact import compact_export, compact_onnx, drop_dead_taps
 
 # %% auto #0
@@ -439,7 +439,7 @@ def _stored_tensors(proto) -> dict:
 
 def _constant_graph(proto, values) -> tuple:
     "`(nodes, initializers)` of `proto` that compute `values` from its initializers (the nodes in graph order)."
-    prod = {o: n for n in proto.graph.node for o in n.output}
+    prod = producers(proto.graph)
     seen, nodes, todo = set(), set(), list(values)
     while todo:
         v = todo.pop()
@@ -454,7 +454,7 @@ def dequantized_weights(path) -> dict:
     meta = _meta(proto)
     dqs = _weight_dqs(proto, meta)
     nodes = list({id(n): n for n in dqs.values()}.values())
-    prod = {o: n for n in proto.graph.node for o in n.output}
+    prod = producers(proto.graph)
     for n in nodes:   # every integer the file stores, not the live taps a `Slice` passes on (see `drop_dead_taps`)
         if n.input[0] in prod and prod[n.input[0]].op_type == 'Slice': n.input[0] = prod[n.input[0]].input[0]
     graph, inits = _constant_graph(proto, [n.output[0] for n in nodes])   # (with the `Cast`s that widen 4-bit weights and the `Split` of packed scales)

@@ -209,7 +209,8 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
     "The QDQ model: ONNX Runtime's `QDQQuantizer` with these ranges and settings, then the repairs, in order: float readers read float (`float_reads_float`), a weight op left in float keeps its float weight, 4-bit weights widened for the 8-bit kernels (`widen_4bit`). The one pipeline of the scorer's probes, its files and `quantize_onnx`."
     s = settings
     ops, only, quantized = ort_selection(model, s.op_types, nodes_to_quantize, nodes_to_exclude, s.chains, set(ranges.keys()))
-    names = {t for n in model.graph.node if not only or n.name in set(only) for t in (*n.input, *n.output)} if part else None
+    keep = set(only or [])
+    names = {t for n in model.graph.node if not keep or n.name in keep for t in (*n.input, *n.output)} if part else None
     # a copy of the ranges (of those tensors only): ORT's quantizer adjusts ranges in place (a quantized Relu's input, a Softmax's output), which must not leak into the next model
     rs = TensorsData(ranges.calibration_method, {k: v for k, v in ranges.items() if names is None or k in names})
     src = removable_source(model, quantized) if part else model
