@@ -13,7 +13,7 @@ from ..core.registry import AxisRegistry
 from ..quantize.dtype import get_dtype
 from ..quantize.criteria import get_scale_method, available_scale_methods, MSE, get_criteria
 from ..quantize.layerwise import LayerwiseCriteria
-from .ops import op_spec, weight_op_types
+from .ops import op_spec, weight_op_types, weight_input
 from .feeds import layer_inputs
 
 # %% auto #0
@@ -114,15 +114,13 @@ def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
     op_types = weight_op_types() if op_types is None else op_types
     inits = {t.name: t for t in model.graph.initializer}
     uses = collections.Counter(i for n in model.graph.node for i in n.input)
-    wi = lambda n: op_spec(n.op_type).weight
-    nodes = [n for n in model.graph.node if n.op_type in op_types and op_spec(n.op_type) is not None and op_spec(n.op_type).weight is not None
-             and len(n.input) > wi(n) and n.input[wi(n)] in inits and uses[n.input[wi(n)]] == 1   # a shared weight keeps ORT's grid
-             and inits[n.input[wi(n)]].data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) and inits[n.input[wi(n)]].dims
-             and (not per_channel or weight_axis(n, len(inits[n.input[wi(n)]].dims)) is not None)]
+    nodes = [n for n in model.graph.node if n.op_type in op_types and (v := weight_input(n)) in inits and uses[v] == 1   # a shared weight keeps ORT's grid
+             and inits[v].data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) and inits[v].dims
+             and (not per_channel or weight_axis(n, len(inits[v].dims)) is not None)]
     xs = layer_inputs(model, feeds, [n.input[0] for n in nodes], n_samples) if out_grid else {}
     out = {}
     for n in nodes:
-        t = inits[n.input[wi(n)]]
+        t = inits[weight_input(n)]
         w = numpy_helper.to_array(t).astype(np.float32)
         axis = weight_axis(n, w.ndim) if per_channel else None
         rows = torch.from_numpy(_grid_rows(w, axis))

@@ -18,8 +18,8 @@ from .graph import node_attr
 
 # %% auto #0
 __all__ = ['ONNX_OPS', 'OnnxLayer', 'in_out', 'conv_replay', 'linear_replay', 'conv_product', 'linear_product', 'OpSpec',
-           'register_op', 'op_spec', 'weight_op_types', 'chain_op_types', 'default_op_types', 'ort_op_types',
-           'onnx_layer', 'stored_initializer', 'dq_spec']
+           'register_op', 'op_spec', 'weight_input', 'weight_op_types', 'chain_op_types', 'default_op_types',
+           'ort_op_types', 'onnx_layer', 'stored_initializer', 'dq_spec']
 
 # %% ../../nbs/onnx/02_ops.ipynb #7621b360
 def _const(t:Tensor): return t.detach().clone().float()
@@ -130,6 +130,11 @@ def register_op(spec:OpSpec) -> OpSpec:
 def op_spec(op_type:str) -> OpSpec|None:
     "The op table's entry for `op_type`, or None."
     return ONNX_OPS.get(op_type)
+
+def weight_input(node:onnx.NodeProto) -> str|None:
+    "The value `node` reads as its weight (its op table entry's `weight` input), or None for an op without one."
+    s = op_spec(node.op_type)
+    return node.input[s.weight] if s is not None and s.weight is not None and len(node.input) > s.weight else None
 
 def weight_op_types(default:bool=None) -> tuple:
     "The op types of the table that hold a weight (only those quantized by default with `default=True`), in table order."
