@@ -22,7 +22,7 @@ from .compact import compact_export, compact_onnx, drop_dead_taps
 
 # %% auto #0
 __all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'gather_bq', 'widened', 'to_qdq', 'export_quantizer',
-           'dequantized_weights', 'ExportReport', 'export_report', 'adaround_to_onnx']
+           'dequantized_weights', 'ExportReport', 'export_report']
 
 # %% ../../nbs/onnx/09_export.ipynb #37a99fbd
 def required_opset(specs:dict, # layer name -> `QuantSpec`
@@ -523,23 +523,3 @@ def export_report(path, # an ONNX file written by `export_onnx`
         wb += sum(inits[v].ByteSize() for v in n.input if v in inits)
         fwb += 4 * int(qt.dims[0]) * int(qt.dims[1]) * (8 // bits)
     return ExportReport(str(path), os.path.getsize(path), meta.get('f'), wb, fwb, dict(counts), layers)
-
-# %% ../../nbs/onnx/09_export.ipynb #b4795cab
-def adaround_to_onnx(model, # a `Quantizer` holding AdaRound integers, or a float `nn.Module`/fastai `Learner` to quantize first
-                     sample, # an example input (a tensor, or a tuple of tensors)
-                     path, # where to write the `.onnx` file
-                     calib=None, # calibration data when `model` is not yet quantized (a Learner's `dls` by default)
-                     opset:int=None, # ONNX opset (see `Quantizer.export_onnx`)
-                     **kwargs): # passed to `adaround_quantize` (e.g. `w_bits`, `granularity`, `act_bits`, `iters`)
-    "Export AdaRound-quantized weights exactly as learned; returns `(quantizer, path)`."
-    q = model
-    if not isinstance(q, Quantizer):
-        if hasattr(model, 'dls') and hasattr(model, 'model'): model, calib = model.model, (calib if calib is not None else model.dls)
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"model must be a Quantizer, an nn.Module or a fastai Learner, got {type(model).__name__}")
-        if calib is None:
-            raise ValueError("a float model needs calib= data to run AdaRound on (or pass the Quantizer returned by `adaround_quantize`)")
-        from fasterquant.quantize.adaround import adaround_quantize
-        q = adaround_quantize(model, calib, **kwargs)
-    elif kwargs: raise ValueError(f"{sorted(kwargs)} only apply when adaround_to_onnx quantizes a float model; the Quantizer is already quantized")
-    return q, q.export_onnx(sample, path, opset=opset)

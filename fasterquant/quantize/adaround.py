@@ -20,7 +20,7 @@ from .quantizer import Quantizer
 
 # %% auto #0
 __all__ = ['ZETA', 'GAMMA', 'COMPACT', 'BUILD_COST', 'rect_sigmoid', 'inv_rect_sigmoid', 'SoftRounding', 'beta_schedule',
-           'gram_pays', 'reconstruct', 'AdaRound', 'adaround_quantize']
+           'gram_pays', 'reconstruct', 'AdaRound', 'adaround_quantize', 'adaround_to_onnx']
 
 # %% ../../nbs/quantize/09_adaround.ipynb #42078bed
 ZETA, GAMMA = 1.1, -0.1
@@ -263,3 +263,22 @@ def adaround_quantize(model:nn.Module, # the float model (not modified unless `i
                   act_dtype=adt, group_size=group_size, inplace=inplace)
     q.quantize_model(calibration, n_batches=n_batches)
     return q
+
+# %% ../../nbs/quantize/09_adaround.ipynb #037ecced
+def adaround_to_onnx(model, # a `Quantizer` holding AdaRound integers, or a float `nn.Module`/fastai `Learner` to quantize first
+                     sample, # an example input (a tensor, or a tuple of tensors)
+                     path, # where to write the `.onnx` file
+                     calib=None, # calibration data when `model` is not yet quantized (a Learner's `dls` by default)
+                     opset:int=None, # ONNX opset (see `Quantizer.export_onnx`)
+                     **kwargs): # passed to `adaround_quantize` (e.g. `w_bits`, `granularity`, `act_bits`, `iters`)
+    "Export AdaRound-quantized weights exactly as learned; returns `(quantizer, path)`."
+    q = model
+    if not isinstance(q, Quantizer):
+        if hasattr(model, 'dls') and hasattr(model, 'model'): model, calib = model.model, (calib if calib is not None else model.dls)
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a Quantizer, an nn.Module or a fastai Learner, got {type(model).__name__}")
+        if calib is None:
+            raise ValueError("a float model needs calib= data to run AdaRound on (or pass the Quantizer returned by `adaround_quantize`)")
+        q = adaround_quantize(model, calib, **kwargs)
+    elif kwargs: raise ValueError(f"{sorted(kwargs)} only apply when adaround_to_onnx quantizes a float model; the Quantizer is already quantized")
+    return q, q.export_onnx(sample, path, opset=opset)
