@@ -136,28 +136,6 @@ class OnnxSensitivity:
         if isinstance(criteria, str) and criteria == 'minmax': return {}
         return weight_overrides(self.model, criteria, self.weight_type, self.per_channel, self.op_types, self.feeds)
 
-    def learn_rounding(self, criteria='gptq', # a learned rounding: 'gptq', 'adaround', or a `GPTQ` / `AdaRound` value (its scale method sets the grid)
-                       nodes_to_exclude=None, # learn in the model with these nodes in float (default: every target quantized, on new grids)
-                       **kwargs) -> OnnxRounding: # `learn_onnx_rounding` arguments
-        "Learn the integers with `criteria` (`learn_onnx_rounding`) in the model quantized with `nodes_to_exclude` in float: every model quantized from now on with that exclusion holds them, any other one those learned with every target quantized; returns the `OnnxRounding`."
-        crit = onnx_criteria(criteria, self.weight_type, self.reduce_range, self.extra_options)
-        if not isinstance(crit, LayerwiseCriteria): raise ValueError(f"learn_rounding needs a learned rounding ('gptq', 'adaround'), got {crit!r}")
-        key = frozenset(nodes_to_exclude or [])
-        if not key: self.weight_overrides, self.rounding, self.roundings = self._overrides(crit.scale), None, {}   # new grids, everything learned again
-        elif self.rounding is None: raise ValueError("learn the rounding with every target quantized first (learn_rounding() without nodes_to_exclude): its grids are the ones kept")
-        r = learn_onnx_rounding(self.model, self.quantized_model(list(key)), self.feeds, crit, **kwargs)
-        self.roundings[key] = (r, {t.name: t for t in self.model.graph.initializer if t.name in r.weights})
-        if not key: self.rounding = r
-        return r
-
-    def default_max_float(self) -> float:
-        "The default pick's cap on the share of weight ops kept in float: `MAX_FLOAT_LEARNED` once the rounding is learned (it leaves less to fix, and a 4-bit weight kept in float costs 8x its size), else `MAX_FLOAT`."
-        return MAX_FLOAT_LEARNED if self.rounding is not None else MAX_FLOAT
-
-    def rounding_for(self, nodes_to_exclude=None):
-        "`(OnnxRounding, float weights)` a model with `nodes_to_exclude` in float holds: learned for that exclusion, else with every target quantized; None without learned rounding."
-        return self.roundings.get(frozenset(nodes_to_exclude or []), self.roundings.get(frozenset()))
-
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
         return {i.name for i in self.model.graph.initializer if i.data_type in fl}
@@ -200,117 +178,6 @@ class OnnxSensitivity:
     def distance_to_float(self, outs:list, metric=None) -> float:
         "Distance of per-batch outputs `outs` from the float model's (the metric's reference side prepared once per metric)."
         return self._reference_distance(metric)(outs)
-
-    def _needs(self, node:str) -> set:
-        "The float activations `node`'s downstream part reads (the model's own inputs come from the feeds)."
-        return set(self._cut(node)[0]) - {i.name for i in self.model.graph.input}
-
-    def _with_outputs(self, nodes:list):
-        "A session of the float model that also returns the activations `nodes`' downstream parts read (those of known type), and their names; None where ORT refuses it (probes then run whole, and `cut_off` says why)."
-        m = onnx.ModelProto(); m.CopyFrom(self.model); g = m.graph
-        vi = {v.name: v for v in g.value_info}
-        tensors = sorted(t for t in set().union(*(self._needs(n) for n in nodes)) if t in vi)  # a tensor of unknown type cannot be an output: its nodes run whole
-        g.output.extend(vi[t] for t in tensors)
-        try: return ort_session(m, providers=self.providers), tensors
-        except Exception as e:
-            self.cut_off = f"keeping activations failed ({type(e).__name__}: {str(e)[:200]})"
-            return None
-
-    def cache_groups(self, nodes:list) -> list[list[str]]:
-        "`nodes`, in order, split into groups whose downstream parts' float activations fit `cache_mb` together: one float run caches a group."
-        got = None if self.cut_off or not nodes else self._with_outputs(nodes)
-        if got is None: return [list(nodes)]
-        s, ts = got
-        size = {t: a.nbytes * len(self.feeds) for t, a in zip(ts, s.run(ts, self.feeds[0]))}  # one batch, times the batches
-        groups, cur, have, total = [], [], set(), 0
-        for n in nodes:
-            add = self._needs(n) - have
-            if cur and total + sum(size.get(t, 0) for t in add) > self.cache_mb * 2**20:
-                groups.append(cur); cur, have, total = [], set(), 0; add = self._needs(n)
-            cur.append(n); have |= add; total += sum(size.get(t, 0) for t in add)
-        return groups + [cur]
-
-    def _cached(self, nodes:list):
-        "`nodes` in order, each group's activations cached before its first node comes."
-        for g in self.cache_groups(nodes):
-            if not self.cut_off: self.cache_inputs(g)
-            yield from g
-
-    def cache_inputs(self, nodes:list) -> bool:
-        "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read, from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
-        for a in self._acts: a.clear()
-        got = None if self.cut_off else self._with_outputs(nodes)
-        if got is None: return False
-        s, need = got
-        total = 0
-        for k, (acts, f) in enumerate(zip(self._acts, self.feeds)):
-            acts.update(zip(need, s.run(need, f)))
-            total += sum(acts[t].nbytes for t in need)
-            if total * len(self.feeds) / (k + 1) > self.cache_mb * 2**20:  # the projected cache over every batch
-                for a in self._acts: a.clear()
-                return False
-        return True
-
-    def _shared(self):
-        "`(stubs, values)`: the model's float initializers of at least `SHARED_BYTES` as external-data stubs, and their data as `OrtValue`s (made once)."
-        if getattr(self, '_share', None) is None:
-            import onnxruntime as ort
-            from onnx import numpy_helper
-            big = [t for t in self.model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT and 4 * math.prod(t.dims) >= SHARED_BYTES]
-            self._share = ({t.name: external_stub(t) for t in big}, {t.name: ort.OrtValue.ortvalue_from_numpy(numpy_helper.to_array(t)) for t in big})
-        return self._share
-
-    def _cut(self, node:str):
-        "`node`'s downstream part: `(input names, indices of the model outputs it computes)`, computed once (the part itself is built per probe)."
-        if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node, build=False)[1:]
-        return self._cuts[node]
-
-    def _run_plain(self, s, feeds:list) -> list:
-        "`run_feeds(s, feeds)`, its time added to `run_s`."
-        t0 = time.perf_counter(); res = run_feeds(s, feeds); self.run_s += time.perf_counter() - t0
-        return res
-
-    def _run_into(self, m:onnx.ModelProto, feeds:list, out_idx:list, into:dict, external:dict=None):
-        "Per batch, `m`'s outputs (the model's outputs `out_idx`), written by ONNX Runtime straight into consecutive rows of `into[j]` where every one has such an array (else a plain run)."
-        s = ort_session(m, providers=self.providers, external=external, shared_arena=self.shared_arena)   # one session per probe: warm memory from the first probe on
-        refs = [[r[j] for j in out_idx] for r in self.reference]
-        bufs = [into.get(j) for j in out_idx]
-        ok = all(b is not None and b.dtype == np.float32 and b.flags.c_contiguous and len(b) == sum(len(r[k]) for r in refs)
-                 and all(r[k].shape[1:] == b.shape[1:] for r in refs) for k, b in enumerate(bufs))
-        if not ok: return self._run_plain(s, feeds)
-        t0 = time.perf_counter()
-        names, rows, res = [o.name for o in s.get_outputs()], 0, []
-        for f, r in zip(feeds, refs):
-            b = s.io_binding()
-            for k, v in f.items(): b.bind_cpu_input(k, np.ascontiguousarray(v))
-            n = len(r[0]); views = [buf[rows:rows + n] for buf in bufs]
-            for name, v in zip(names, views): b.bind_output(name, 'cpu', 0, np.float32, list(v.shape), v.ctypes.data)
-            s.run_with_iobinding(b); res.append(views); rows += n
-        self.run_s += time.perf_counter() - t0
-        return res
-
-    def probe_outputs(self, node:str, into:dict=None) -> list:
-        "Per calibration batch, the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand (`into`: output index -> an array the batches are written into, stacked)."
-        if not self.cut_off:
-            inputs, out_idx = self._cut(node)
-            feeds = [{t: (a[t] if t in a else f[t]) for t in inputs if t in a or t in f} for a, f in zip(self._acts, self.feeds)]
-            if all(len(f) == len(inputs) for f in feeds):
-                stubs, values = self._shared()
-                sub = downstream_model(self.model, node, stubs=stubs)[0]; n_qdq_sub = n_qdq(sub)   # the weights it only runs are shared, not copied
-                m = self.quantized_model(nodes_to_quantize=[node], model=sub)
-                if n_qdq(m) == n_qdq_sub: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-                ext = {t.name: values[t.name] for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL and t.name in values}
-                outs = self._run_into(m, feeds, out_idx, into or {}, ext)
-                return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
-        m = self.probe_model(node)
-        if n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
-        return self._run_plain(ort_session(m, providers=self.providers, shared_arena=self.shared_arena), self.feeds)
-
-    def probe(self, node:str, metric=None) -> float:
-        "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
-        if not self.cut_off and not self._needs(node) <= set(self._acts[0]): self.cache_inputs([node])
-        rd = self._reference_distance(metric)
-        return rd(self.probe_outputs(node, into={j: rd.buffer(j) for j in range(len(self.reference[0])) if rd.buffer(j) is not None}))
 
     def score(self,
               nodes:list=None, # node names to score (default: `targets()`)
@@ -359,6 +226,155 @@ def score_onnx(model, # path or `ModelProto`
                **kwargs) -> Sensitivity: # `OnnxSensitivity` settings
     "Per-node sensitivity of an ONNX model in one call (see `OnnxSensitivity`)."
     return OnnxSensitivity(model, calib, metric=metric, **kwargs).score(nodes, None, progress)
+
+# %% ../../nbs/sensitivity/01_onnx.ipynb #d298e671
+@patch
+def learn_rounding(self:OnnxSensitivity, criteria='gptq', # a learned rounding: 'gptq', 'adaround', or a `GPTQ` / `AdaRound` value (its scale method sets the grid)
+                   nodes_to_exclude=None, # learn in the model with these nodes in float (default: every target quantized, on new grids)
+                   **kwargs) -> OnnxRounding: # `learn_onnx_rounding` arguments
+    "Learn the integers with `criteria` (`learn_onnx_rounding`) in the model quantized with `nodes_to_exclude` in float: every model quantized from now on with that exclusion holds them, any other one those learned with every target quantized; returns the `OnnxRounding`."
+    crit = onnx_criteria(criteria, self.weight_type, self.reduce_range, self.extra_options)
+    if not isinstance(crit, LayerwiseCriteria): raise ValueError(f"learn_rounding needs a learned rounding ('gptq', 'adaround'), got {crit!r}")
+    key = frozenset(nodes_to_exclude or [])
+    if not key: self.weight_overrides, self.rounding, self.roundings = self._overrides(crit.scale), None, {}   # new grids, everything learned again
+    elif self.rounding is None: raise ValueError("learn the rounding with every target quantized first (learn_rounding() without nodes_to_exclude): its grids are the ones kept")
+    r = learn_onnx_rounding(self.model, self.quantized_model(list(key)), self.feeds, crit, **kwargs)
+    self.roundings[key] = (r, {t.name: t for t in self.model.graph.initializer if t.name in r.weights})
+    if not key: self.rounding = r
+    return r
+
+@patch
+def default_max_float(self:OnnxSensitivity) -> float:
+    "The default pick's cap on the share of weight ops kept in float: `MAX_FLOAT_LEARNED` once the rounding is learned (it leaves less to fix, and a 4-bit weight kept in float costs 8x its size), else `MAX_FLOAT`."
+    return MAX_FLOAT_LEARNED if self.rounding is not None else MAX_FLOAT
+
+@patch
+def rounding_for(self:OnnxSensitivity, nodes_to_exclude=None):
+    "`(OnnxRounding, float weights)` a model with `nodes_to_exclude` in float holds: learned for that exclusion, else with every target quantized; None without learned rounding."
+    return self.roundings.get(frozenset(nodes_to_exclude or []), self.roundings.get(frozenset()))
+
+# %% ../../nbs/sensitivity/01_onnx.ipynb #767b9dfd
+@patch
+def _needs(self:OnnxSensitivity, node:str) -> set:
+    "The float activations `node`'s downstream part reads (the model's own inputs come from the feeds)."
+    return set(self._cut(node)[0]) - {i.name for i in self.model.graph.input}
+
+@patch
+def _with_outputs(self:OnnxSensitivity, nodes:list):
+    "A session of the float model that also returns the activations `nodes`' downstream parts read (those of known type), and their names; None where ORT refuses it (probes then run whole, and `cut_off` says why)."
+    m = onnx.ModelProto(); m.CopyFrom(self.model); g = m.graph
+    vi = {v.name: v for v in g.value_info}
+    tensors = sorted(t for t in set().union(*(self._needs(n) for n in nodes)) if t in vi)  # a tensor of unknown type cannot be an output: its nodes run whole
+    g.output.extend(vi[t] for t in tensors)
+    try: return ort_session(m, providers=self.providers), tensors
+    except Exception as e:
+        self.cut_off = f"keeping activations failed ({type(e).__name__}: {str(e)[:200]})"
+        return None
+
+@patch
+def cache_groups(self:OnnxSensitivity, nodes:list) -> list[list[str]]:
+    "`nodes`, in order, split into groups whose downstream parts' float activations fit `cache_mb` together: one float run caches a group."
+    got = None if self.cut_off or not nodes else self._with_outputs(nodes)
+    if got is None: return [list(nodes)]
+    s, ts = got
+    size = {t: a.nbytes * len(self.feeds) for t, a in zip(ts, s.run(ts, self.feeds[0]))}  # one batch, times the batches
+    groups, cur, have, total = [], [], set(), 0
+    for n in nodes:
+        add = self._needs(n) - have
+        if cur and total + sum(size.get(t, 0) for t in add) > self.cache_mb * 2**20:
+            groups.append(cur); cur, have, total = [], set(), 0; add = self._needs(n)
+        cur.append(n); have |= add; total += sum(size.get(t, 0) for t in add)
+    return groups + [cur]
+
+@patch
+def _cached(self:OnnxSensitivity, nodes:list):
+    "`nodes` in order, each group's activations cached before its first node comes."
+    for g in self.cache_groups(nodes):
+        if not self.cut_off: self.cache_inputs(g)
+        yield from g
+
+@patch
+def cache_inputs(self:OnnxSensitivity, nodes:list) -> bool:
+    "Keep (in place of what was kept) the float activations the downstream parts of `nodes` read, from one run of the float model; False where they exceed `cache_mb` (their probes then run the whole model)."
+    for a in self._acts: a.clear()
+    got = None if self.cut_off else self._with_outputs(nodes)
+    if got is None: return False
+    s, need = got
+    total = 0
+    for k, (acts, f) in enumerate(zip(self._acts, self.feeds)):
+        acts.update(zip(need, s.run(need, f)))
+        total += sum(acts[t].nbytes for t in need)
+        if total * len(self.feeds) / (k + 1) > self.cache_mb * 2**20:  # the projected cache over every batch
+            for a in self._acts: a.clear()
+            return False
+    return True
+
+@patch
+def _shared(self:OnnxSensitivity):
+    "`(stubs, values)`: the model's float initializers of at least `SHARED_BYTES` as external-data stubs, and their data as `OrtValue`s (made once)."
+    if getattr(self, '_share', None) is None:
+        import onnxruntime as ort
+        from onnx import numpy_helper
+        big = [t for t in self.model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT and 4 * math.prod(t.dims) >= SHARED_BYTES]
+        self._share = ({t.name: external_stub(t) for t in big}, {t.name: ort.OrtValue.ortvalue_from_numpy(numpy_helper.to_array(t)) for t in big})
+    return self._share
+
+@patch
+def _cut(self:OnnxSensitivity, node:str):
+    "`node`'s downstream part: `(input names, indices of the model outputs it computes)`, computed once (the part itself is built per probe)."
+    if node not in self._cuts: self._cuts[node] = downstream_model(self.model, node, build=False)[1:]
+    return self._cuts[node]
+
+@patch
+def _run_plain(self:OnnxSensitivity, s, feeds:list) -> list:
+    "`run_feeds(s, feeds)`, its time added to `run_s`."
+    t0 = time.perf_counter(); res = run_feeds(s, feeds); self.run_s += time.perf_counter() - t0
+    return res
+
+@patch
+def _run_into(self:OnnxSensitivity, m:onnx.ModelProto, feeds:list, out_idx:list, into:dict, external:dict=None):
+    "Per batch, `m`'s outputs (the model's outputs `out_idx`), written by ONNX Runtime straight into consecutive rows of `into[j]` where every one has such an array (else a plain run)."
+    s = ort_session(m, providers=self.providers, external=external, shared_arena=self.shared_arena)   # one session per probe: warm memory from the first probe on
+    refs = [[r[j] for j in out_idx] for r in self.reference]
+    bufs = [into.get(j) for j in out_idx]
+    ok = all(b is not None and b.dtype == np.float32 and b.flags.c_contiguous and len(b) == sum(len(r[k]) for r in refs)
+             and all(r[k].shape[1:] == b.shape[1:] for r in refs) for k, b in enumerate(bufs))
+    if not ok: return self._run_plain(s, feeds)
+    t0 = time.perf_counter()
+    names, rows, res = [o.name for o in s.get_outputs()], 0, []
+    for f, r in zip(feeds, refs):
+        b = s.io_binding()
+        for k, v in f.items(): b.bind_cpu_input(k, np.ascontiguousarray(v))
+        n = len(r[0]); views = [buf[rows:rows + n] for buf in bufs]
+        for name, v in zip(names, views): b.bind_output(name, 'cpu', 0, np.float32, list(v.shape), v.ctypes.data)
+        s.run_with_iobinding(b); res.append(views); rows += n
+    self.run_s += time.perf_counter() - t0
+    return res
+
+@patch
+def probe_outputs(self:OnnxSensitivity, node:str, into:dict=None) -> list:
+    "Per calibration batch, the model's outputs when only `node` is quantized: recomputed downstream of `node` from cached float activations where they are at hand (`into`: output index -> an array the batches are written into, stacked)."
+    if not self.cut_off:
+        inputs, out_idx = self._cut(node)
+        feeds = [{t: (a[t] if t in a else f[t]) for t in inputs if t in a or t in f} for a, f in zip(self._acts, self.feeds)]
+        if all(len(f) == len(inputs) for f in feeds):
+            stubs, values = self._shared()
+            sub = downstream_model(self.model, node, stubs=stubs)[0]; n_qdq_sub = n_qdq(sub)   # the weights it only runs are shared, not copied
+            m = self.quantized_model(nodes_to_quantize=[node], model=sub)
+            if n_qdq(m) == n_qdq_sub: raise LookupError("onnxruntime inserts no quantization for this node on its own")
+            ext = {t.name: values[t.name] for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL and t.name in values}
+            outs = self._run_into(m, feeds, out_idx, into or {}, ext)
+            return [[o[out_idx.index(j)] if j in out_idx else r for j, r in enumerate(ref)] for o, ref in zip(outs, self.reference)]
+    m = self.probe_model(node)
+    if n_qdq(m) == self._base_qdq: raise LookupError("onnxruntime inserts no quantization for this node on its own")
+    return self._run_plain(ort_session(m, providers=self.providers, shared_arena=self.shared_arena), self.feeds)
+
+@patch
+def probe(self:OnnxSensitivity, node:str, metric=None) -> float:
+    "Distance of the outputs when only `node` is quantized; raises `LookupError` if ORT quantizes nothing for it."
+    if not self.cut_off and not self._needs(node) <= set(self._acts[0]): self.cache_inputs([node])
+    rd = self._reference_distance(metric)
+    return rd(self.probe_outputs(node, into={j: rd.buffer(j) for j in range(len(self.reference[0])) if rd.buffer(j) is not None}))
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #13c8ca24
 @patch
