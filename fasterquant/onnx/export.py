@@ -6,6 +6,7 @@
 from __future__ import annotations
 import copy, io, json, os, warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from collections import Counter, OrderedDict, defaultdict
 import numpy as np, torch, onnx
@@ -21,8 +22,8 @@ from .graph import node_attr, set_attr, constants_to_initializers, producers
 from .compact import compact_export, compact_onnx, drop_dead_taps
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'gather_bq', 'widened', 'to_qdq', 'export_quantizer',
-           'dequantized_weights', 'ExportReport', 'export_report']
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'gather_bq', 'ExportState', 'export_state', 'widened',
+           'to_qdq', 'export_quantizer', 'dequantized_weights', 'ExportReport', 'export_report']
 
 # %% ../../nbs/onnx/09_export.ipynb #37a99fbd
 def required_opset(specs:dict, # layer name -> `QuantSpec`
@@ -212,10 +213,30 @@ def gather_bq(name:str, # value name prefix for the new initializers
 # %% ../../nbs/onnx/09_export.ipynb #b3a7c6a0
 META_KEY = 'fasterquant'
 
-def _layer_weight(quantizer, name):
-    sp = quantizer.specs[name]
+@dataclass(frozen=True)
+class ExportState:
+    "What the exporter reads of a `Quantizer`, taken once and frozen (`export_state`): the file is written from one consistent state, not from live attributes."
+    model: nn.Module # the quantized model, as traced
+    specs: dict # layer -> `QuantSpec`: the exact integers and grids
+    layers: dict # layer -> its module
+    placement: object # the activation placement (None: weights only)
+    act_dtype: object # activation dtype (None: float activations)
+    act_ranges: object # 'static' or 'dynamic'
+    act_quants: dict # layer -> its input's activation quantizer
+    biases: dict # layer -> `(bias scale, bias integers)`, each None where the bias stays float
+    widen: frozenset # layers whose 4-bit weights feed integer kernels (`integer_layers`): widened to 8 bits
+
+def export_state(q:Quantizer) -> ExportState:
+    "The frozen `ExportState` of `q`."
+    specs = dict(q.specs)
+    return ExportState(q.model, specs, {n: q.layers[n] for n in specs}, q.placement, q.act_dtype, q.act_ranges, dict(q.act_quants),
+                       {n: (q.bias_scale(n), q.bias_integers(n)) for n in specs},
+                       frozenset(integer_layers(q.placement, q.model, specs)) if q.placement is not None else frozenset())
+
+def _layer_weight(st, name):
+    sp = st.specs[name]
     w = sp.dequantize()
-    cur = quantizer.layers[name].weight.detach().float().cpu()
+    cur = st.layers[name].weight.detach().float().cpu()
     if cur.shape != w.shape or not torch.equal(cur, w):
         raise ValueError(f"layer {name!r}: its weight is not the fake-quantized `QuantSpec` weight (was it trained or edited after "
                          "quantization?); bake the integers first (`quantize_model`, or `set_spec` for each layer)")
@@ -225,18 +246,9 @@ def _fold_ok(spec, aq):
     "Whether the transpose of a MatMul weight may be folded into the integers (see above)."
     return not (aq is not None and 'block_size' in spec.granularity.onnx_attrs() and spec.dtype.container_bits == 8)
 
-def _constants_to_initializers(g):
-    "Every `Constant` node with a tensor value becomes an initializer of the same name."
-    keep = []
-    for n in g.node:
-        if n.op_type == 'Constant' and len(n.attribute) == 1 and n.attribute[0].name == 'value':
-            t = TensorProto(); t.CopyFrom(n.attribute[0].t); t.name = n.output[0]; g.initializer.append(t)
-        else: keep.append(n)
-    del g.node[:]; g.node.extend(keep)
-
-def _float_output(quantizer, name) -> bool:
+def _float_output(st, name) -> bool:
     "Whether layer `name` is a linear layer with a quantized input and a float output (ONNX Runtime's `QGemm` with float output)."
-    pl = quantizer.placement
+    pl = st.placement
     return pl is not None and any(u.kind == 'layer' and u.layer == name and u.output is None for u in pl.units)
 
 # %% ../../nbs/onnx/09_export.ipynb #4a7e21c9
@@ -259,32 +271,33 @@ def _through_pads(ix, nodes, value):
     return value
 
 def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (not modified)
-           quantizer:Quantizer, # holds the exact `specs`, the activation grids and the quantized biases
+           quantizer, # a `Quantizer` (or its `ExportState`): the exact `specs`, the activation grids and the quantized biases
            opset:int=None, # the proto's opset (read from it by default)
            compact:bool=True, # drop what the file does not need (see above)
            unsigned8:bool=False, # int8 weights stored as uint8 + 128 (see `weight_dq`)
            quantized_gather:bool=True): # embedding tables read only by `Gather` as ONNX Runtime's `GatherBlockQuantized` where the format fits (`gather_bq`); False: `DequantizeLinear` → `Gather`
     "A copy of `proto` whose quantized weights (and biases) are `DequantizeLinear` of the exact integers, compacted."
+    st = quantizer if isinstance(quantizer, ExportState) else export_state(quantizer)
     proto = copy.deepcopy(proto)
     opset = opset or next(o.version for o in proto.opset_import if o.domain in ('', 'ai.onnx'))
     g = proto.graph
-    widen = integer_layers(quantizer.placement, quantizer.model, quantizer.specs) if quantizer.placement is not None else set()
-    _constants_to_initializers(g)
+    widen = st.widen
+    constants_to_initializers(g)
     nodes = [copy.deepcopy(n) for n in g.node]
     ix = _Index(g, nodes)
     dq_in = lambda v: v in ix.producer and nodes[ix.producer[v]].op_type == 'DequantizeLinear'
     drop, new_inits, dq_nodes, weights, defined, seen, scales, skipped, gathers, swap = set(), [], [], OrderedDict(), set(), {}, {}, [], {}, {}
-    for name in quantizer.specs:
-        sp, w = _layer_weight(quantizer, name)
+    for name in st.specs:
+        sp, w = _layer_weight(st, name)
         value, transposed = _locate(ix, nodes, name, w)
         if value is None: skipped.append(name); continue
         if value in seen:   # layers sharing one weight share its DequantizeLinear
             owner = seen[value]
-            if not torch.equal(quantizer.specs[owner].q, sp.q): raise ValueError(f"layers {owner!r} and {name!r} share one weight but hold different integers")
+            if not torch.equal(st.specs[owner].q, sp.q): raise ValueError(f"layers {owner!r} and {name!r} share one weight but hold different integers")
             weights[name] = weights[owner]; continue
         seen[value] = name
         out, cons = value, ix.consumers.get(value, [])
-        gb = (quantized_gather and isinstance(quantizer.layers[name], nn.Embedding) and not transposed and cons and value not in ix.outputs
+        gb = (quantized_gather and isinstance(st.layers[name], nn.Embedding) and not transposed and cons and value not in ix.outputs
               and all(nodes[i].op_type == 'Gather' and nodes[i].input[0] == value and node_attr(nodes[i], 'axis', 0) == 0 for i in cons)
               and gather_bq(name, sp, nodes[cons[0]].output[0], nodes[cons[0]].input[1]))
         if gb:   # rows gathered from the integer table, only they dequantized
@@ -297,7 +310,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
             new_inits += inits; gathers[name] = node.output[0]
             continue
         if (not transposed and w.ndim == 2 and len(cons) == 1 and _transpose_2d(nodes[cons[0]]) and value not in ix.outputs
-                and _fold_ok(sp, quantizer.act_quants.get(name))):
+                and _fold_ok(sp, st.act_quants.get(name))):
             out, transposed = nodes[cons[0]].output[0], True
             drop.add(cons[0])
         readers = [nodes[i] for i in ix.consumers.get(out, []) if i not in drop]
@@ -314,12 +327,12 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
         weights[name] = (out, transposed, str(sp.dtype), TensorProto.DataType.Name(inits[0].data_type))
         x_dq = [nodes[ix.producer[v]] for v in map(lambda r: _through_pads(ix, nodes, r.input[0]), readers) if dq_in(v)]
         if x_dq and x_dq[0].input[1] in ix.inits: scales[name] = (x_dq[0].input[1], inits[1])   # the input's scale, the weight's
-    for name in quantizer.specs:
-        s_b, b_q = quantizer.bias_scale(name), quantizer.bias_integers(name)
+    for name in st.specs:
+        s_b, b_q = st.biases[name]
         if s_b is None or b_q is None: continue
         bval = f"{name}.bias"
         if _source(ix, nodes, bval) is None: continue
-        if compact and float(b_q.abs().max()) < _BIAS_FLOAT_MAX and not _float_output(quantizer, name): continue
+        if compact and float(b_q.abs().max()) < _BIAS_FLOAT_MAX and not _float_output(st, name): continue
         if bval in ix.producer: drop.add(ix.producer[bval])
         new_inits.append(numpy_helper.from_array(b_q.numpy().astype(np.int32), f"{name}.bias_quantized"))
         s_b, (sx, sw) = s_b.numpy().astype(np.float32), scales.get(name, (None, None))
@@ -328,7 +341,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
         else: new_inits.append(numpy_helper.from_array(s_b, f"{name}.bias_scale"))
         dq_nodes.append(helper.make_node('DequantizeLinear', [f"{name}.bias_quantized", f"{name}.bias_scale"], [bval], axis=0))
         defined.add(bval)
-    if skipped and len(skipped) == len(quantizer.specs):
+    if skipped and len(skipped) == len(st.specs):
         raise ValueError(f"none of the quantized layers is in the exported graph ({skipped[:3]}...): the weights are computed in forward, "
                          "or the model was exported from another module")
     if skipped: warnings.warn(f"{len(skipped)} quantized layer(s) not in the exported graph (not on the path to its outputs) left out of the file: "
@@ -340,13 +353,13 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     del g.initializer[:]; g.initializer.extend(keep + new_inits)
     if gathers and not any(o.domain == 'com.microsoft' for o in proto.opset_import): proto.opset_import.append(helper.make_opsetid('com.microsoft', 1))
     if opset >= 21: proto.ir_version = max(proto.ir_version, 10)
-    rename = compact_export(proto, weight_only=quantizer.act_dtype is None) if compact else {}
+    rename = compact_export(proto, weight_only=st.act_dtype is None) if compact else {}
     meta = {'w': {l: rename.get(v[0], v[0]) for l, v in weights.items()},
             'g': {l: rename.get(v, v) for l, v in gathers.items()},
             't': [l for l, v in weights.items() if v[1]],
             's': skipped,
-            'd': {**{l: v[2] for l, v in weights.items() if v[2].upper() != v[3]}, **{l: str(quantizer.specs[l].dtype) for l in gathers}},
-            'a': None if quantizer.act_dtype is None else f"{quantizer.act_dtype}{' dynamic' if quantizer.act_ranges == 'dynamic' else ''}"}
+            'd': {**{l: v[2] for l, v in weights.items() if v[2].upper() != v[3]}, **{l: str(st.specs[l].dtype) for l in gathers}},
+            'a': None if st.act_dtype is None else f"{st.act_dtype}{' dynamic' if st.act_ranges == 'dynamic' else ''}"}
     meta = {k: v for k, v in meta.items() if v}   # (empty fields are left out: every byte counts in a small model's file)
     helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props}, META_KEY: json.dumps(meta, separators=(',', ':'))})
     return proto
@@ -390,7 +403,7 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
     with atomic_path(path) as tmp:
         traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names, dynamic_sequence)
         u8 = int8_weights == 'uint8' or (int8_weights == 'auto' and bool(q.act_quants) and ort_int8_saturates())
-        proto = to_qdq(traced, q, opset, compact, unsigned8=u8, quantized_gather=quantized_gather)
+        proto = to_qdq(traced, export_state(q), opset, compact, unsigned8=u8, quantized_gather=quantized_gather)
         meta = json.loads({p.key: p.value for p in proto.metadata_props}[META_KEY])
         helper.set_model_props(proto, {**{p.key: p.value for p in proto.metadata_props},
                                        META_KEY: json.dumps({**meta, 'f': _float_bytes(traced)}, separators=(',', ':'))})
