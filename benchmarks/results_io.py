@@ -23,3 +23,19 @@ def rendered(a, markdown) -> bool:
     out = Path(a.out)
     with atomic_path(out.with_suffix('.md')) as p: Path(p).write_text(markdown(json.loads(out.with_suffix('.json').read_text())))
     return True
+
+_ISA = ('sse4_2', 'avx', 'avx2', 'fma', 'f16c', 'avx512f', 'avx512bw', 'avx512_vnni', 'avx_vnni', 'avx512_bf16', 'amx_int8', 'asimddp', 'i8mm')
+
+def machine() -> str:
+    "This CPU in words for a results file: its model name, the instruction sets that decide integer and float kernels, the core count and the ONNX Runtime version."
+    import os, platform
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            k, _, v = line.partition(':')
+            if k.strip() == 'model name' and name in ('', platform.machine(), platform.processor()): name = v.strip()
+            if k.strip() in ('flags', 'Features'): flags |= set(v.split())
+    except OSError: pass
+    try: import onnxruntime; ort = f", onnxruntime {onnxruntime.__version__}"
+    except ImportError: ort = ''
+    return f"{name} ({platform.machine()}; {' '.join(f for f in _ISA if f in flags) or 'instruction sets unknown'}), {os.cpu_count()} cores{ort}"

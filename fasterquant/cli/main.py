@@ -10,8 +10,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'load_labels', 'check_args', 'parse_blocks', 'metric_label',
-           'sensitivity', 'format_scores', 'print_scores', 'agreement', 'cmd_score', 'cmd_onnx', 'cmd_demo',
-           'get_parser', 'main']
+           'sensitivity', 'format_scores', 'print_scores', 'agreement', 'time_vs_float', 'cmd_score', 'cmd_onnx',
+           'cmd_demo', 'get_parser', 'main']
 
 # %% ../../nbs/cli/00_cli.ipynb #98270ce8
 class CLIError(Exception):
@@ -111,7 +111,7 @@ def _quiet_ort():
 
 def _progress(args) -> bool: return not args.quiet   # a bar on a terminal, log lines in a log (`progress_mode`), nothing with -q
 
-MODES = {'int8': ('int8', 'int8'), 'u8s8': ('int8', 'uint8'), 'w4a8': ('int4', 'int8')}
+MODES = {'int8': ('int8', 'uint8'), 'u8s8': ('int8', 'uint8'), 's8s8': ('int8', 'int8'), 'w4a8': ('int4', 'uint8')}
 
 def parse_blocks(specs, model, depth:int=None, names=None, graph=None, info:list=None):
     "`--blocks` values as the `blocks` mapping of `suggest_exclusion`: None, automatic (`['auto']`, over the nodes `names`) or `NAME=REGEX` / `REGEX` items; `info` gets how automatic blocks were made."
@@ -232,6 +232,18 @@ def _accuracy(scores:np.ndarray, labels:np.ndarray) -> float:
     "Top-1 accuracy of class scores `[N, classes]` against the first N labels (the feeds may drop a ragged tail)."
     return float((scores.argmax(-1) == labels[:len(scores)]).mean())
 
+# %% ../../nbs/cli/00_cli.ipynb #c7e1a0f3
+def time_vs_float(files:dict, # row name -> an ONNX file; 'float' is the float model
+                  feed:dict, # one batch of inputs {name: array}
+                  seconds:float=1.0, # about this long timing each file (at least `min_runs` runs)
+                  min_runs:int=10) -> dict: # the fewest timed runs per file, interleaved in rounds
+    "Median latency of each file on `feed` as a ratio to the float model's (`ort_latency`, runs interleaved, ONNX Runtime's default session options): a small model gets more runs."
+    from fasterquant.onnx.runtime import ort_latency
+    t = ort_latency({'float': files['float']}, feed, runs=3, rounds=1, warmup=2)['float']
+    runs = int(min(500, max(min_runs, seconds / max(t, 1e-6))))
+    lat = ort_latency(files, feed, runs=runs, rounds=5, warmup=2)
+    return {k: v / lat['float'] for k, v in lat.items()}
+
 # %% ../../nbs/cli/00_cli.ipynb #fa1753ff
 def _write(text:str, path=None):
     "Print `text`, or write it to `path` atomically."
@@ -299,24 +311,28 @@ def cmd_onnx(args):
         labels = getattr(args, 'label_values', None)
         base = dict(distance=0.0, top1=1.0 if any(output_kinds(sens.model, sens.reference)) else None)
         if labels is not None: base['accuracy'] = _accuracy(np.concatenate([np.asarray(b[0]) for b in sens.reference]), labels)  # the float outputs are at hand
-        rows = [('float', Path(args.model).stat().st_size, base)]
-        if args.compare:
-            import tempfile
-            with tempfile.TemporaryDirectory(prefix='fq.cli.') as d:
+        rows, files = [('float', Path(args.model).stat().st_size, base)], {'float': Path(args.model)}
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix='fq.cli.') as d:
+            if args.compare:
                 allq = sens.quantize(Path(d)/'all.onnx', compact=args.compact)
-                rows.append(('all nodes quantized', allq.stat().st_size, agreement(sens, allq, labels)))
-        rows.append((f"{len(excluded)} nodes in float -> {out.name}", out.stat().st_size, agreement(sens, out, labels)))
+                rows.append(('all nodes quantized', allq.stat().st_size, agreement(sens, allq, labels))); files[rows[-1][0]] = allq
+            rows.append((f"{len(excluded)} nodes in float -> {out.name}", out.stat().st_size, agreement(sens, out, labels))); files[rows[-1][0]] = out
+            times = time_vs_float(files, sens.feeds[0]) if args.time else {}
     n = sum(len(next(iter(f.values()))) for f in sens.feeds)
     print(f"\n{args.mode} quantization (ONNX Runtime QDQ), compared with the float model on the {n} calibration samples:")
     w0 = max(len(r[0]) for r in rows)
     from fasterquant.core.metrics import metric_name
     dname = f"{metric_name(sens.metric)} vs float"
     acc = f"  {'accuracy (labels)':>17}" if labels is not None else ''
-    print(f"{'model'.ljust(w0)}  {'size':>10}  {dname:>14}  {'top-1 agreement':>15}{acc}")
+    tcol = f"  {'time vs float':>13}" if times else ''
+    print(f"{'model'.ljust(w0)}  {'size':>10}  {dname:>14}  {'top-1 agreement':>15}{acc}{tcol}")
     for name, size, a in rows:
         top1 = '-' if a['top1'] is None else f"{100*a['top1']:.2f}%"
         acc = f"  {100*a['accuracy']:>16.2f}%" if labels is not None else ''
-        print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['distance']:>14.4g}  {top1:>15}{acc}")
+        t = f"  {times[name]:>12.2f}x" if times else ''
+        print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['distance']:>14.4g}  {top1:>15}{acc}{t}")
+    if times: print(f"(time: median of interleaved runs on one batch of {len(next(iter(sens.feeds[0].values())))} calibration samples, this machine, ONNX Runtime's default session options; --no-time skips it)")
     if chain:
         kinds = ', '.join(f"{k} {v}" for k, v in collections.Counter(n.op_type for n in sens.model.graph.node if n.name in set(chain)).most_common())
         print(f"quantized with the weight ops: {len(chain)} chain nodes ({kinds}), so ONNX Runtime's integer kernels run on between them (--no-chains keeps them in float)")
@@ -341,7 +357,7 @@ def _add_onnx_args(p):
     from fasterquant.onnx.grids import ONNX_CRITERIA, onnx_criteria_names
     p.add_argument('model', help="the float ONNX model")
     p.add_argument('--calib', required=True, metavar='DATA.npz', help="calibration inputs: an .npz file with one array per model input, named after it, first dim = samples")
-    p.add_argument('--mode', choices=list(MODES), default='int8', help="integer formats: int8 (W8A8, default), u8s8 (uint8 activations), w4a8 (int4 weights)")
+    p.add_argument('--mode', choices=list(MODES), default='int8', help="integer formats: int8 (int8 weights, uint8 activations: x86's integer kernels; default; u8s8 is the same), s8s8 (int8 activations), w4a8 (int4 weights)")
     p.add_argument('--metric', choices=['auto', 'kl', 'kl_prob', 'mse', 'cos'], default='auto', help="how far the outputs move from the float model's: auto (default) picks from the output: probabilities -> kl_prob (no second softmax), class logits -> kl, anything else -> mse")
     p.add_argument('--criteria', choices=onnx_criteria_names(), default='auto', help="weights: " + '; '.join(f"{k}: {label}" for k, (label, _) in ONNX_CRITERIA.items()) + " (integers learned on calibration inputs, on MSE-clipped grids, for gptq and adaround)")
     p.add_argument('--calibrate-method', choices=['minmax', 'entropy', 'percentile'], default='minmax', help="activation range calibration (default minmax)")
@@ -401,6 +417,7 @@ def get_parser() -> argparse.ArgumentParser:
     o.add_argument('--max-float', type=float, default=None, metavar='SHARE', help="keep at most this share of the weight-holding nodes (Conv/MatMul/Gemm with weights) in float, counted in nodes also with --blocks (default 0.2: at least 80%% stay on integer weights; 0.05 once the rounding is learned, as at 4 bits; 1: no cap)")
     o.add_argument('--top', type=int, default=30, metavar='N', help="print the N highest scores (0: all; default 30)")
     o.add_argument('--no-compare', dest='compare', action='store_false', help="skip the all-quantized baseline")
+    o.add_argument('--no-time', dest='time', action='store_false', help="skip timing the files against the float model")
     o.add_argument('--no-compact', dest='compact', action='store_false', help="keep ONNX Runtime's value names (a larger file, the same model; node names are kept either way)")
     o.add_argument('--no-verify', dest='verify', action='store_false', help="write the pick as is, without measuring it against the all-quantized model")
     o.add_argument('--verify-time', type=float, default=120., metavar='S', help="seconds the search around the cut may take when the pick is not closer to float than quantizing everything (default 120)")

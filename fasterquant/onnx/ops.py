@@ -18,8 +18,8 @@ from .graph import node_attr
 
 # %% auto #0
 __all__ = ['ONNX_OPS', 'OnnxLayer', 'in_out', 'conv_replay', 'linear_replay', 'conv_product', 'linear_product', 'OpSpec',
-           'register_op', 'op_spec', 'weight_input', 'weight_op_types', 'chain_op_types', 'default_op_types',
-           'ort_op_types', 'onnx_layer', 'stored_initializer', 'dq_spec']
+           'register_op', 'op_spec', 'weight_input', 'weight_op_types', 'float_output', 'chain_op_types',
+           'default_op_types', 'ort_op_types', 'onnx_layer', 'stored_initializer', 'dq_spec']
 
 # %% ../../nbs/onnx/02_ops.ipynb #7621b360
 def _const(t:Tensor): return t.detach().clone().float()
@@ -113,7 +113,7 @@ class OpSpec:
                  default:bool=False, # quantized by default (a weight op that runs faster on integers)
                  chain:str=None, # 'unary': joins the integer chain of the quantized node it reads; 'join': joins when all its computed inputs come from quantized nodes
                  kernel:str=None, # the integer kernel ONNX Runtime runs it with, once quantized (None: none, it runs on dequantized values)
-                 placement:str=None): # the Q/DQ placement that kernel needs (None: ORT's default, a pair on each input and on the output)
+                 placement:str='output'): # the Q/DQ placement that kernel needs: 'output' (a QuantizeLinear as the op's one reader, `DQ -> op -> Q`), 'input' (its inputs only: it also runs on integers with a float output)
         store_attr()
     def weight_axis(self, node:onnx.NodeProto, rank:int):
         "The output-channel axis of `node`'s weight (of `rank` dims) as ORT's integer kernels take it; None where ORT's own choice stands."
@@ -140,6 +140,11 @@ def weight_op_types(default:bool=None) -> tuple:
     "The op types of the table that hold a weight (only those quantized by default with `default=True`), in table order."
     return tuple(k for k, s in ONNX_OPS.items() if s.weight is not None and (default is None or s.default == default))
 
+def float_output(op_type:str) -> bool:
+    "Whether a quantized `op_type` keeps its integer kernel with a float output (`OpSpec.placement` 'input': `MatMulIntegerToFloat`, `QGemm`), so a float reader of its output costs no kernel."
+    s = op_spec(op_type)
+    return s is not None and s.placement == 'input'
+
 def chain_op_types(kind:str=None) -> tuple:
     "The op types that join integer chains (`kind`: only 'unary' or only 'join' ones), in table order."
     return tuple(k for k, s in ONNX_OPS.items() if s.chain and (kind is None or s.chain == kind))
@@ -156,8 +161,8 @@ def ort_op_types() -> list[str]:
 # %% ../../nbs/onnx/02_ops.ipynb #08f5184a
 _mm_axis = lambda node, rank: (1 if in_out(node) else 0) if rank == 2 else None
 register_op(OpSpec('Conv', weight=1, bias=2, axis=0, replay=conv_replay, product=conv_product, default=True, kernel='QLinearConv'))
-register_op(OpSpec('Gemm', weight=1, bias=2, axis=_mm_axis, replay=linear_replay, product=linear_product, default=True, kernel='QGemm'))
-register_op(OpSpec('MatMul', weight=1, axis=_mm_axis, replay=linear_replay, product=linear_product, default=True, kernel='QLinearMatMul / MatMulIntegerToFloat'))
+register_op(OpSpec('Gemm', weight=1, bias=2, axis=_mm_axis, replay=linear_replay, product=linear_product, default=True, kernel='QGemm', placement='input'))
+register_op(OpSpec('MatMul', weight=1, axis=_mm_axis, replay=linear_replay, product=linear_product, default=True, kernel='QLinearMatMul / MatMulIntegerToFloat', placement='input'))
 for _t in ('Relu', 'Clip', 'MaxPool', 'AveragePool', 'GlobalAveragePool'): register_op(OpSpec(_t, chain='unary'))
 for _t in ('Add', 'Concat'): register_op(OpSpec(_t, chain='join'))
 

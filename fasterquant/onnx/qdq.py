@@ -13,7 +13,7 @@ from fastcore.basics import store_attr
 from ..core.utils import atomic_path, check_output
 from .runtime import ort_session
 from .graph import read_onnx, save_onnx, producers, consumers, drop_unread, onnx_opset, quiet_ort
-from .ops import op_spec, chain_op_types, weight_op_types, default_op_types
+from .ops import op_spec, chain_op_types, weight_op_types, default_op_types, float_output
 from .feeds import onnx_inputs, calibrate_onnx
 from .grids import get_quant_type, onnx_criteria, weight_overrides, with_overrides, OUTPUT_GRID
 from .prepare import prepare_onnx, needed_opset
@@ -23,9 +23,10 @@ from .rounding import learn_onnx_rounding, set_weights
 from ..quantize.layerwise import LayerwiseCriteria
 
 # %% auto #0
-__all__ = ['CHAIN_OPS', 'chain_nodes', 'check_names', 'quantized_nodes', 'ort_selection', 'ranged_op_types', 'removable_source',
-           'restore_activations', 'float_reads_float', 'widen_4bit', 'QDQSettings', 'n_qdq', 'qdq_model', 'verify_onnx',
-           'check_out', 'finished_onnx', 'write_onnx', 'quantize_onnx']
+__all__ = ['CHAIN_OPS', 'FLOAT_INPUTS', 'chain_nodes', 'check_names', 'quantized_nodes', 'ort_selection', 'ranged_op_types',
+           'removable_source', 'restore_activations', 'float_inputs_mode', 'float_reads_float', 'widen_4bit',
+           'QDQSettings', 'n_qdq', 'qdq_model', 'verify_onnx', 'check_out', 'finished_onnx', 'write_onnx',
+           'quantize_onnx']
 
 # %% ../../nbs/onnx/06_qdq.ipynb #5675cbf7
 CHAIN_OPS = chain_op_types()   # the op types that join integer chains (the op table's `chain`)
@@ -127,10 +128,19 @@ def restore_activations(model:onnx.ModelProto, # a QDQ model written by ORT's qu
         del g.node[:]; g.node.extend(nodes); done.append(a.name)
     return done
 
+FLOAT_INPUTS = ('free', 'all', 'none')   # what nodes kept in float read (`float_inputs`)
+
+def float_inputs_mode(v) -> str: # True ('all'), False ('none') or one of `FLOAT_INPUTS`
+    "`v` as one of `FLOAT_INPUTS`: 'free' (float nodes read float where it costs no integer kernel), 'all' (always), 'none' (the quantize-dequantize copies ORT writes)."
+    if v is True or v is False: return 'all' if v else 'none'
+    if isinstance(v, str) and v in FLOAT_INPUTS: return v
+    raise ValueError(f"float_inputs={v!r}: pass one of {FLOAT_INPUTS} ('free' keeps every integer kernel, 'all' is the most exact)")
+
 def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quantizer (changed in place)
                       quantized, # names of the nodes that are quantized
-                      source:onnx.ModelProto=None) -> int: # the float model: Relu/Clip removed by ORT come back for float readers (`restore_activations`)
-    "Make every node outside `quantized` read the float tensors rather than their quantize-dequantize copies, keep graph outputs float, and drop the Q/DQ pairs nobody reads; returns how many inputs changed."
+                      source:onnx.ModelProto=None, # the float model: Relu/Clip removed by ORT come back for float readers (`restore_activations`)
+                      keep_kernels:bool=False) -> int: # a tensor written by a quantized node stays read through its DequantizeLinear, so that node keeps its fused integer kernel
+    "Make the nodes outside `quantized` read the float tensors rather than their quantize-dequantize copies (with `keep_kernels`, only those written by float nodes), keep graph outputs float, and drop the Q/DQ pairs nobody reads; returns how many inputs changed."
     g, quantized = model.graph, set(quantized)
     inits = {i.name for i in g.initializer}
     prod = producers(g)
@@ -149,6 +159,12 @@ def float_reads_float(model:onnx.ModelProto, # a QDQ model written by ORT's quan
     for n in g.node:
         q = prod.get(n.input[0]) if n.op_type == 'DequantizeLinear' else None
         if q is not None and q.op_type == 'QuantizeLinear' and q.input[0] not in inits: src[n.output[0]] = q.input[0]
+    if keep_kernels:   # ORT fuses `DQ -> op -> Q` only where the Q is the op's one reader: a float reader of its output reads the DQ copy
+        rd = consumers(g)
+        def kernel_needs_q(x, t):   # `t`'s quantized producer keeps its kernel only with `x`'s Q/DQ: a float output would not do (Conv), or a quantized node reads it too
+            p = prod.get(t)
+            return p is not None and p.name in quantized and (not float_output(p.op_type) or any(r.name in quantized for r in rd.get(x, ())))
+        src = {x: t for x, t in src.items() if not kernel_needs_q(x, t)}
     changed = 0
     for n in g.node:
         if n.op_type in _QDQ or n.name in quantized: continue
@@ -183,14 +199,15 @@ class QDQSettings:
     def __init__(self,
                  per_channel:bool=True, # weights per output channel
                  weight_type='int8', # weight integer type (a name, a `QDtype` or ORT's `QuantType`)
-                 activation_type='int8', # activation integer type
+                 activation_type='uint8', # activation integer type (uint8: what ONNX Runtime's x86 integer kernels take, and its own default)
                  op_types:list=None, # op types quantized (default: `default_op_types()`); chain nodes come on top
                  chains:bool=True, # also quantize the nodes that join the quantized ones' integer chains (`chain_nodes`)
                  extra_options:dict=None, # ORT quantizer `extra_options`
                  weight_grids:dict=None, # per-weight grids (`weight_overrides`); ORT's own grid for any weight not here
                  reduce_range:bool=False, # 7-bit weights (ORT's option for CPUs without VNNI)
-                 float_inputs:bool=True): # nodes left in float read float tensors (`float_reads_float`)
+                 float_inputs='free'): # what nodes left in float read (`float_inputs_mode`): 'free' float where no integer kernel is lost, 'all' float always, 'none' the Q/DQ copies
         store_attr()
+        self.float_inputs = float_inputs_mode(float_inputs)
         self.weight_type, self.activation_type = get_quant_type(weight_type), get_quant_type(activation_type)
         self.op_types, self.extra_options, self.weight_grids = list(op_types or default_op_types()), dict(extra_options or {}), dict(weight_grids or {})
     def __repr__(self): return f"QDQSettings({self.weight_type.name}/{self.activation_type.name}, {'per channel' if self.per_channel else 'per tensor'}, {self.op_types}{', chains' if self.chains else ''})"
@@ -220,7 +237,7 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
                      list(ops), with_overrides(s.extra_options, s.weight_grids, model))
     with quiet_ort(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
     out = q.model.model
-    if s.float_inputs: float_reads_float(out, quantized, src)
+    if s.float_inputs != 'none': float_reads_float(out, quantized, src, keep_kernels=s.float_inputs == 'free')
     if rounding is not None: set_weights(out, rounding[1])   # a weight op left in float reads its float weight, not the learned one
     widen_4bit(out)   # W4A8 runs on ONNX Runtime's 8-bit integer kernels: measured as it is written
     return out
@@ -264,7 +281,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   ranges:TensorsData=None, # precomputed activation ranges (e.g. `OnnxSensitivity.ranges`)
                   per_channel:bool=True, # weights per output channel
                   weight_type='int8', # weight integer type (a name, a `QDtype` or ORT's `QuantType`)
-                  activation_type='int8', # activation integer type
+                  activation_type='uint8', # activation integer type (uint8: what ONNX Runtime's x86 integer kernels take)
                   calibrate_method='minmax', # used when calibrating here
                   criteria='minmax', # weights (`onnx_criteria`): 'minmax' (ORT's own grid), 'gptq' / 'adaround' (integers learned on `calib`, `learn_onnx_rounding`), 'output' (each weight's clipping by its node's output error on `calib`), 'mse', 'percentile' ('auto' is measured: `OnnxSensitivity`)
                   weight_grids:dict=None, # per-weight grids as `OnnxSensitivity.weight_overrides` holds them (instead of `criteria`)
@@ -274,7 +291,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   extra_options:dict=None, # ORT quantizer `extra_options`
                   reduce_range:bool=False, # 7-bit weights (ORT's option for CPUs without VNNI)
                   prepare:bool=True, # run `prepare_onnx` first (False: `model` is already prepared)
-                  float_inputs:bool=True, # nodes left in float read float tensors (`float_reads_float`)
+                  float_inputs='free', # what nodes left in float read (`float_inputs_mode`): 'free' float where no integer kernel is lost, 'all' float always (most exact, slower), 'none' the Q/DQ copies
                   compact:bool=True, # short value names (shapes kept), shared scalars, no doc strings (`compact_onnx`; node names kept): the same model, smaller
                   **kwargs): # `learn_onnx_rounding` arguments, with a learned `criteria` (progress, iters, ...)
     "Quantize `model` to QDQ with ONNX Runtime's quantizer (`qdq_model`, the scorer's pipeline), keeping `nodes_to_exclude` in float; verified, then written to `out`."

@@ -79,7 +79,7 @@ class OnnxSensitivity:
                  *,
                  per_channel:bool=True, # weights per output channel
                  weight_type='int8', # weight integer type
-                 activation_type='int8', # activation integer type
+                 activation_type='uint8', # activation integer type (uint8: ONNX Runtime's x86 integer kernels)
                  calibrate_method='minmax', # ORT calibration method
                  criteria='auto', # weights (`onnx_criteria`): 'auto' (at 4 bits, GPTQ where it brings the all-quantized model `GRID_MARGIN` closer to float than ORT's min-max grid; ORT's at 8), 'minmax', 'gptq', 'adaround', 'output', 'mse', 'percentile'
                  op_types_to_quantize:list=None, # op types to score and quantize (default: `default_op_types()`, the weight ops)
