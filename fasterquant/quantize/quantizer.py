@@ -105,8 +105,8 @@ class Quantizer:
                 out.setdefault(type(m).__name__, []).append(n)
         return out
 
-    def _warn_unquantizable(self):
-        "One warning naming the weight-holding layers left in float because no quantizable type covers them."
+    def warn_unquantizable(self):
+        "One warning naming the weight-holding layers left in float because no quantizable type covers them (`unquantizable`), if any."
         un = self.unquantizable
         if not un: return
         what = '; '.join(f"{len(ns)} {t} ({', '.join(ns[:3])}{', ...' if len(ns) > 3 else ''})" for t, ns in un.items())
@@ -324,7 +324,7 @@ class Quantizer:
         needs = self._needs_calib()
         if needs and calib is None: raise ValueError(f"{', '.join(needs)} needs calibration data: {CALIB_HELP}")
         calib = None if calib is None else calib_batches(calib, n_batches, model=self.model, token_mask=token_mask)
-        self._warn_unquantizable()
+        self.warn_unquantizable()
         self._hold()
         self.remove()
         try:
