@@ -45,6 +45,12 @@ def _tensors(inp):
     if isinstance(inp, (tuple, list)): return [t for v in inp for t in _tensors(v)]
     return []
 
+def _map(inp, f):
+    if isinstance(inp, Tensor): return f(inp)
+    if isinstance(inp, Mapping): return {k: _map(v, f) for k, v in inp.items()}
+    if isinstance(inp, (tuple, list)): return type(inp)(_map(v, f) for v in inp)
+    return inp
+
 def _cut(inp, k):
     if isinstance(inp, Tensor): return inp[:k]
     if isinstance(inp, Mapping): return {kk: _cut(v, k) for kk, v in inp.items()}
@@ -68,12 +74,23 @@ class Calib:
     @property
     def n_samples(self) -> int: return sum(batch_size(b) for b in self.inputs)
     def to(self, device): return self._like([to_device(b, device) for b in self.inputs])
+    def cast(self, dtype):
+        "The same batches with their floating-point inputs in `dtype` (token ids and integer masks kept)."
+        return self._like([_map(b, lambda t: t.to(dtype) if t.is_floating_point() else t) for b in self.inputs])
     def token_masks(self) -> list:
         "Per batch, its `token_mask` (a `[batch, tokens]` bool tensor, True at the tokens that count) or None."
         return [token_mask(b, self.token_key, self.names) for b in self.inputs]
     def with_token_key(self, key):
         "The same batches with the token mask read from `key` (see `token_mask`)."
-        c = self._like(self.inputs); c.token_key = key; c.token_masks(); return c
+        c = self._like(self.inputs); c.token_key = key; return c.check_tokens()
+    def check_tokens(self):
+        "Read every batch's token mask (one of the wrong shape raises); raise a `ValueError` when the masks mark no token at all."
+        ms = self.token_masks()
+        if ms and all(m is not None and not bool(m.any()) for m in ms):
+            k = 'attention_mask' if isinstance(self.token_key, str) and self.token_key == 'auto' else self.token_key
+            raise ValueError(f"the calibration data's token masks (input {k!r}) mark no token at all (every value is 0): nothing to calibrate "
+                             "on; mark the real tokens 1, or pass token_mask=None to count every position")
+        return self
     def limit(self, n_samples:int=None):
         "The first batches holding at most `n_samples` samples (the last one cut); all of them for `None`."
         if n_samples is None: return self
@@ -99,6 +116,19 @@ def forward_names(model:nn.Module) -> list:
     except (TypeError, ValueError): return []
     return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
+def _named(inp, k:str, names:list=None):
+    "The input named `k` of one batch (a dict key, or a positional input by the model's argument `names`), or None."
+    if isinstance(inp, Mapping): return inp.get(k)
+    if isinstance(inp, (tuple, list)) and names and k in names and names.index(k) < len(inp): return inp[names.index(k)]
+    return None
+
+def _token_input(inp, m:Tensor, names:list=None):
+    "The input a token mask `m` must match in `[batch, tokens]`: `input_ids` (or `inputs_embeds`), else the first other 2-d integer input; None if none."
+    for k in ('input_ids', 'inputs_embeds'):
+        t = _named(inp, k, names)
+        if isinstance(t, Tensor): return t
+    return next((t for t in _tensors(inp) if t is not m and t.dim() == 2 and not t.is_floating_point()), None)
+
 def token_mask(inp, # one batch's model inputs: a tensor, a tuple or a dict
                key='auto', # 'auto' (an input named `attention_mask`, if any), an input's name, a callable `inp -> mask`, or None (no mask)
                names:list=None): # the model's positional argument names, to find `key` in a tuple batch
@@ -106,10 +136,8 @@ def token_mask(inp, # one batch's model inputs: a tensor, a tuple or a dict
     if key is None: return None
     if callable(key): m, what = key(inp), 'token_mask(...)'
     else:
-        k, what = ('attention_mask' if key == 'auto' else key), f"input {key!r}"
-        if isinstance(inp, Mapping): m = inp.get(k)
-        elif isinstance(inp, (tuple, list)) and names and k in names and names.index(k) < len(inp): m = inp[names.index(k)]
-        else: m = None
+        k = 'attention_mask' if key == 'auto' else key
+        m, what = _named(inp, k, names), f"input {k!r}"
         if m is None and key != 'auto':
             raise ValueError(f"token_mask={key!r}: the calibration batches have no input named {key!r}; pass a dict key or a forward "
                              "argument name, a callable batch -> [batch, tokens] mask, or None")
@@ -118,6 +146,10 @@ def token_mask(inp, # one batch's model inputs: a tensor, a tuple or a dict
         if key == 'auto': return None   # an `attention_mask` of another layout (additive, 4-d): not a token mask
         raise ValueError(f"token_mask: {what} must be a [batch, tokens] tensor of 0/1 or bool, got "
                          f"{tuple(m.shape) if isinstance(m, Tensor) else type(m).__name__}")
+    ref = _token_input(inp, m, names)
+    if ref is not None and tuple(ref.shape[:2]) != tuple(m.shape):
+        raise ValueError(f"token_mask: {what} is {tuple(m.shape)} but the batch's tokens are {tuple(ref.shape[:2])} ([batch, tokens]): "
+                         "give one mask value per token of each sequence, or pass token_mask=None")
     return m.bool() if m.dtype != torch.bool else m
 
 _TOKENS = [None]   # the mask of the batch running now (`token_scope`)
@@ -173,5 +205,5 @@ def calib_batches(calib, # fastai `DataLoaders`/`DataLoader`, torch `DataLoader`
     if n_batches is not None: it = itertools.islice(it, n_batches)
     c = Calib([batch_inputs(b, n) for b in it], n, token_mask, forward_names(model) if model is not None else None).check_finite()
     if model is not None: _check_keys(model, c)
-    c.token_masks()   # a wrong mask is refused here, before anything changes
+    c.check_tokens()   # a wrong mask (or masks marking no token) is refused here, before anything changes
     return c

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/00_utils.ipynb #bc02f113
 from __future__ import annotations
-import os, stat, tempfile, contextlib
+import os, re, stat, tempfile, contextlib
 from pathlib import Path
 from collections.abc import Mapping
 import torch
@@ -12,7 +12,8 @@ from torch import nn
 import torch.fx as fx
 
 # %% auto #0
-__all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'LeafTracer', 'check_output', 'atomic_path']
+__all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'LeafTracer', 'check_output', 'atomic_path',
+           'quiet_torch_export']
 
 # %% ../../nbs/core/00_utils.ipynb #fa793a62
 def to_device(x, device):
@@ -103,3 +104,22 @@ def atomic_path(path, # the final file path
         for c in created:   # innermost first: only the folders this call made, and only if still empty
             with contextlib.suppress(OSError): c.rmdir()
         raise
+
+# %% ../../nbs/core/00_utils.ipynb #edf58923
+@contextlib.contextmanager
+def quiet_torch_export(opset:int=None): # the opset asked for (named when no opset has the operator)
+    "Within the block torch's ONNX exporter prints no graph dump when it fails, and an operator the opset lacks is a one-line `ValueError` naming the opset to pass."
+    from torch.onnx.errors import UnsupportedOperatorError
+    c = torch._C
+    on, is_on = getattr(c, '_jit_set_onnx_log_enabled', None), getattr(c, '_jit_is_onnx_log_enabled', None)
+    prev = bool(is_on()) if is_on is not None else False
+    if on is not None: on(False); c._jit_set_onnx_log_enabled = lambda enabled: on(False)
+    try: yield
+    except UnsupportedOperatorError as e:
+        msg = str(e).strip()
+        op, v = re.search(r"operator '([^']+)'", msg), re.search(r"added in version (\d+)", msg)
+        what = f"the model uses {op.group(1) if op else 'an operator'}"
+        if v: raise ValueError(f"{what}, which ONNX has only from opset {v.group(1)}: pass opset={v.group(1)} or higher") from e
+        raise ValueError(f"{what}, which torch's ONNX exporter cannot write at opset {opset}: {(msg.splitlines() or [''])[0][:200]}") from e
+    finally:
+        if on is not None: c._jit_set_onnx_log_enabled = on; on(prev)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/quantize/09_adaround.ipynb #bf749a09
 from __future__ import annotations
-import time
+import math, time
 import torch
 from torch import nn, Tensor
 from .dtype import QDtype, get_dtype
@@ -156,6 +156,9 @@ def reconstruct(job, # a `LayerJob` (one layer, see `quantize.layerwise`) or a `
     rec_of = (lambda w: quad(w)[0]) if quad is not None else (lambda w: job.loss(idx0, w))  # the Gram form: every sample, exactly
     stats = dict(iters=0, settled=False, solver='gram' if quad is not None else 'minibatch')
     with torch.no_grad(): stats['rec_start'] = float(rec_of(weights(lambda r, sr: sr.soft_weight())))
+    if not math.isfinite(stats['rec_start']):
+        raise ValueError(f"{job.name!r}: the reconstruction loss is {stats['rec_start']} before any step (NaN or Inf in the cached inputs or "
+                         "targets: activations overflowing inside the model?); no rounding can be learned on it")
     bar = job.iterations(iters)
     for it in bar:
         b = bsched(it / iters)

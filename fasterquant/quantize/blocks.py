@@ -11,7 +11,7 @@ from fastcore.basics import store_attr
 from ..core.calib import calib_batches, token_rows
 from ..core.utils import run_model, model_device
 from .layerwise import ReconJob, ROW_LAYERS, live_columns, spread_columns
-from .engine import lookup_layers, engine_run, _capture, _cache, _engine_error, _first_tensor
+from .engine import lookup_layers, engine_run, weight_twin, warn_uncalled, _capture, _cache, _engine_error, _first_tensor, _check_finite
 
 # %% auto #0
 __all__ = ['auto_blocks', 'BlockJob', 'TokenBlockJob', 'run_blockwise']
@@ -107,7 +107,7 @@ class TokenBlockJob(BlockJob):
         return tot / max(n, 1)
 
 def _block_units(quantizer, blocks, batch):
-    "`[(unit name, module, [layer names])]` in execution order, and the blocks split into layers (with why)."
+    "`[(unit name, module, [layer names])]` in execution order (layers the forward calls), the blocks split into layers, and the layers never called."
     model = quantizer.model
     lookups = lookup_layers(quantizer)
     names = [n for n in quantizer.specs if n not in lookups]   # (table lookups keep their RTN integers)
@@ -119,7 +119,8 @@ def _block_units(quantizer, blocks, batch):
         ls = [n for n in names if (n == b or n.startswith(b + '.')) and n not in taken]
         if ls: units.append((b, mods[b], ls)); taken |= set(ls)
     units += [(n, quantizer.layers[n], [n]) for n in names if n not in taken]
-    calls, order, hs = {}, [], []
+    calls, order, hs, called = {}, [], [], set()
+    for n in names: hs.append(quantizer.layers[n].register_forward_pre_hook(lambda m, a, n=n: called.add(n)))
     def pre(m, args, u):   # a block is called once per forward, its first argument the tensor it transforms
         calls[u] = calls.get(u, 0) + (1 if args and isinstance(args[0], Tensor) else 2)
         if u not in order: order.append(u)
@@ -131,6 +132,8 @@ def _block_units(quantizer, blocks, batch):
         with torch.no_grad(): run_model(model, batch)
     finally:
         for h in hs: h.remove()
+    units = [(u, m, [n for n in ls if n in called]) for u, m, ls in units]
+    units = [(u, m, ls) for u, m, ls in units if ls]
     split = [u for u, m, ls in units if len(ls) > 1 and calls.get(u) != 1]
     out = []
     for u, m, ls in units:
@@ -138,7 +141,7 @@ def _block_units(quantizer, blocks, batch):
         else: out.append((u, m, ls))
     pos = {u: i for i, u in enumerate(order)}
     first = lambda unit: min([pos.get(n, len(pos)) for n in unit[2]] + [pos.get(unit[0], len(pos))])
-    return sorted(out, key=first), split
+    return sorted(out, key=first), split, [n for n in names if n not in called]
 
 def run_blockwise(quantizer, # its `specs` are the layers to refine
                   calib, # calibration data (anything `calib_batches` reads)
@@ -154,15 +157,22 @@ def run_blockwise(quantizer, # its `specs` are the layers to refine
     cal = calib_batches(calib, model=model).limit(n_samples).to(model_device(model))
     batches, masks = list(cal), cal.token_masks()
     blocks = auto_blocks(model, quantizer.specs) if blocks == 'auto' else list(blocks)
-    units, split = _block_units(quantizer, blocks, batches[0])
+    units, split, uncalled = _block_units(quantizer, blocks, batches[0])
     gen = torch.Generator().manual_seed(seed)
     float_w = {f"{n}.weight": quantizer.float_weight(n) for n in quantizer.specs}
     with engine_run([u for u, _, _ in units], progress, 'blocks', num_threads, model) as run:
+        seen = []
         for u, m, ls in units:
             run.show(u)
+            twins = {}
+            for n in ls: twins[n] = weight_twin(quantizer, n, seen); seen.append(n)
+            own = [n for n in ls if twins[n] is None]   # a weight shared with a layer fitted before takes its integers: one fit per weight
+            if not own:
+                quantizer.set_specs({n: quantizer.specs[t] for n, t in twins.items()}); run.step(); continue
             with torch.no_grad():
                 cs, ys = _capture(model, m, batches, call=True), _capture(model, m, batches, output=True, weights=float_w)
-            rel = {(n[len(u) + 1:] if n != u else ''): (n, quantizer.specs[n], quantizer.float_weight(n)) for n in ls}
+            _check_finite(u, m, [a[0] for a, _ in cs], ys, 'layer' if ls == [u] else 'block')
+            rel = {(n[len(u) + 1:] if n != u else ''): (n, quantizer.specs[n], quantizer.float_weight(n)) for n in own}
             plain = all(len(a) == 1 and not k for a, k in cs) and len({tuple(a[0].shape[1:]) for a, _ in cs}) == 1 and all(m_ is None for m_ in masks)
             try:
                 if plain:   # one tensor in, one shape: one shuffled cache of samples
@@ -171,6 +181,8 @@ def run_blockwise(quantizer, # its `specs` are the layers to refine
                 else: job = TokenBlockJob(u, m, rel, cs, ys, masks, gen, run.bar)
                 with torch.enable_grad(): qs = fit_block(job)
             except (RuntimeError, ValueError) as e: raise _engine_error('fitting block', u, m, e, [a[0] for a, _ in cs]) from e
-            quantizer.set_specs({n: quantizer.specs[n].with_q(qs[n]) for n in ls})
+            quantizer.set_specs({n: quantizer.specs[n].with_q(qs[n]) for n in own})
+            quantizer.set_specs({n: quantizer.specs[t] for n, t in twins.items() if t is not None})
             run.step()
+    warn_uncalled(uncalled)
     return split

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/quantize/08a_engine.ipynb #590fa6a3
 from __future__ import annotations
-import contextlib
+import contextlib, warnings
 import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
@@ -17,8 +17,8 @@ from ..core.utils import run_model, model_device, LeafTracer
 from .layerwise import LayerJob
 
 # %% auto #0
-__all__ = ['ENGINE_DEFAULTS', 'LOOKUP_LAYERS', 'post_chain', 'LayerwiseError', 'lookup_layers', 'run_layerwise', 'EngineRun',
-           'engine_run']
+__all__ = ['ENGINE_DEFAULTS', 'LOOKUP_LAYERS', 'post_chain', 'LayerwiseError', 'weight_twin', 'warn_uncalled', 'lookup_layers',
+           'run_layerwise', 'EngineRun', 'engine_run']
 
 # %% ../../nbs/quantize/08a_engine.ipynb #d8b9b5dc
 _PASS_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d)
@@ -116,6 +116,14 @@ def _engine_error(stage:str, name:str, module, e:Exception, xs:list=None) -> Lay
     msg = (str(e).strip().splitlines() or [''])[0][:200]
     got = f"; its cached inputs per batch: {_shapes(xs)}" if xs else ''
     return LayerwiseError(f"fasterquant's layer-by-layer engine failed {stage} '{name}' ({type(module).__name__}): {type(e).__name__}: {msg}{got}")
+
+def _check_finite(name:str, module, xs:list, ys:list, kind:str='layer'):
+    "A one-line `ValueError` when the cached inputs `xs` or float outputs `ys` of layer (or block) `name` hold NaN or Inf."
+    for what, ts in (('inputs', xs), ('float outputs', ys)):
+        if not all(bool(torch.isfinite(t).all()) for t in ts if isinstance(t, Tensor) and t.is_floating_point()):
+            raise ValueError(f"{kind} {name!r} ({type(module).__name__}): its {what} on the calibration data hold NaN or Inf, so its rounding cannot "
+                             "be learned: the activations overflow inside the model (exploding weights, a float16 range?); fix the model, "
+                             "or keep that layer in float (context={name: None})")
 
 def _token_rows(ts:list, masks:list) -> list:
     "Per batch, `[B, L, ..., D]` as `[n, D]` rows: only the tokens its mask marks where it has one laid out `[B, L]`, every position otherwise."
@@ -263,6 +271,18 @@ def _walk_hooks(quantizer, batches, learn):
 ENGINE_DEFAULTS = dict(n_samples=1024, max_mem=1.0, seed=0, progress=True, mode='auto', num_threads=None)
 LOOKUP_LAYERS = (nn.Embedding,)   # layers whose rows are read, not multiplied: they keep their round-to-nearest integers
 
+def weight_twin(quantizer, # its `layers`
+                name:str, # a layer
+                done) -> str: # the layers already fitted
+    "The first layer of `done` whose weight is the very tensor of layer `name`'s (one weight shared by two layers), or None."
+    w = quantizer.layers[name].weight
+    return next((n for n in done if n != name and quantizer.layers[n].weight is w), None)
+
+def warn_uncalled(names:list): # the layers the walk never reached
+    "Warn, once, that layers the forward never called keep their round-to-nearest integers."
+    if names: warnings.warn(f"layers never called by the model's forward on the calibration data keep their round-to-nearest integers: "
+                            f"{', '.join(repr(n) for n in names[:5])}{' ...' if len(names) > 5 else ''}")
+
 def lookup_layers(quantizer) -> set:
     "The layers of `quantizer.specs` that keep round-to-nearest integers: table lookups (`LOOKUP_LAYERS`), and layers whose weight is tied to one (an output projection sharing the input embedding), so tied weights stay tied."
     tables = {id(quantizer.layers[n].weight) for n in quantizer.specs if isinstance(quantizer.layers[n], LOOKUP_LAYERS)}
@@ -286,11 +306,14 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
     graph, why = (None, 'mode=hooks') if mode == 'hooks' else _trace(model, set(quantizer.specs))
     if graph is None and mode == 'fx': raise ValueError(f"mode='fx' impossible: {why}; use mode='auto' or 'hooks'")
     gen = torch.Generator().manual_seed(seed)
-    names, lookups = list(quantizer.specs), lookup_layers(quantizer)
+    names, lookups, seen = list(quantizer.specs), lookup_layers(quantizer), []
     with engine_run(names, progress, num_threads=num_threads, model=model) as run:
         def learn(name, xs, ys, post):
-            layer = quantizer.layers[name]
+            layer, twin = quantizer.layers[name], weight_twin(quantizer, name, seen)
+            seen.append(name)
             if name in lookups: run.step(); return   # a table lookup (or a layer tied to one): each output is one stored row, round-to-nearest is already the best
+            if twin is not None: quantizer.set_spec(name, quantizer.specs[twin]); run.step(); return   # a shared weight is fitted once, at its first layer
+            _check_finite(name, layer, xs, ys)
             rows = isinstance(layer, nn.Linear) and xs[0].dim() >= 3 and (post is None or post.elementwise)   # token rows [B·L, D]
             try: xq, yf, rps = _cache(xs, ys, max_mem, gen, masks, rows)
             except (RuntimeError, ValueError) as e: raise _engine_error('caching the inputs of layer', name, layer, e, xs) from e
@@ -304,6 +327,7 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
             run.step()
         if graph is not None: _walk_fx(quantizer, graph, batches, learn, act)
         else: _walk_hooks(quantizer, batches, learn)
+    warn_uncalled([n for n in names if n not in seen])
     return 'fx' if graph is not None else f"hooks ({why})"
 
 # %% ../../nbs/quantize/08a_engine.ipynb #391b3dd6

@@ -13,7 +13,7 @@ from torch.func import functional_call
 from fastcore.basics import store_attr
 from ..core.progress import step_bar
 from .criteria import Criteria
-from ..core.calib import CALIB_HELP
+from ..core.calib import CALIB_HELP, calib_batches
 
 # %% auto #0
 __all__ = ['ROW_LAYERS', 'recon_loss', 'ReconJob', 'LayerJob', 'layer_rows', 'row_chunks', 'out_rows', 'live_columns',
@@ -243,7 +243,8 @@ class LayerwiseCriteria(Criteria):
         if calib is None: raise ValueError(f"criteria={self.name} needs calibration data: {CALIB_HELP}")
         self.stats = OrderedDict()
         if not quantizer.specs: return
-        self.mode = self.walk(quantizer, calib, p)
+        with quantizer.float32_compute() as cast:   # a float16 model is fitted in float32, its weights written back in float16
+            self.mode = self.walk(quantizer, calib_batches(calib, model=quantizer.model).cast(torch.float32) if cast else calib, p)
     def walk(self, quantizer, calib, p:dict) -> str:
         "Run the engine over `quantizer.specs`, calling `fit_layer` per layer; returns the path that ran."
         from fasterquant.quantize.engine import run_layerwise, ENGINE_DEFAULTS

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/quantize/07_quantizer.ipynb #b52c9168
 from __future__ import annotations
-import copy, contextlib, warnings, weakref
+import copy, contextlib, itertools, warnings, weakref
 from collections import OrderedDict
 import torch
 from torch import nn, Tensor
@@ -17,15 +17,17 @@ from .schedule import get_schedule, is_gradual
 from .fold import bn_pairs, bn_factor, fold_batchnorm, unfold_batchnorm, fold_spec
 from .placement import ActQuant, PlacementError, PlacedForward, place_points, install_placement, uninstall_placement
 from .emulation import emulated_module
-from .engine import LayerwiseError
+from .engine import LayerwiseError, LOOKUP_LAYERS
 from ..core.calib import calib_batches, token_scope, CALIB_HELP
-from ..core.utils import run_model, model_device
+from ..core.utils import run_model, model_device, quiet_torch_export
 
 # %% auto #0
 __all__ = ['QUANTIZABLE', 'Quantizer']
 
 # %% ../../nbs/quantize/07_quantizer.ipynb #1d55295b
 QUANTIZABLE = (nn.Conv1d, nn.Conv2d, nn.Linear)
+
+_LOW_FLOATS = (torch.float16, torch.bfloat16)   # dtypes a learned rounding computes in float32
 
 _HELD = weakref.WeakKeyDictionary()   # model -> the in-place Quantizer whose weights are written into it
 
@@ -52,6 +54,9 @@ class Quantizer:
                  param_dtype:str='float32', # float format of the scales, float biases and other float parameters: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
                  act_ranges:str='static'): # 'static': ranges calibrated on data; 'dynamic': each call's own range (uint8, linear layers' inputs, `DynamicQuantizeLinear`)
         if not isinstance(model, nn.Module): raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+        if any(t.is_meta for t in itertools.chain(model.parameters(), model.buffers())):
+            raise ValueError("the model is on the meta device (shapes, no values): load its weights first, e.g. "
+                             "model.to_empty(device='cpu') then model.load_state_dict(...), then quantize it")
         self.granularity = get_granularity(granularity, group_size)
         self.context, self.criteria = get_context(context), get_criteria(criteria)
         self.schedule, self.dtype = get_schedule(schedule), get_dtype(dtype)
@@ -70,6 +75,11 @@ class Quantizer:
         if not inplace: uninstall_placement(self.model)   # a copy of an already placed model starts from its own forward
         self.layers = OrderedDict((n, m) for n, m in self.model.named_modules()
                                   if isinstance(m, self.layer_types) and isinstance(getattr(m, 'weight', None), Tensor))
+        renorm = [n for n, m in self.layers.items() if getattr(m, 'max_norm', None) is not None]
+        if renorm:
+            t = type(self.layers[renorm[0]]).__name__
+            raise ValueError(f"layer {renorm[0]!r} is an {t} with max_norm={self.layers[renorm[0]].max_norm}: its forward rescales the rows it "
+                             f"looks up in place, overwriting the quantized table; set its max_norm=None (renormalise the table first) or leave {t} out of layer_types")
         self.specs, self.act_quants, self.plan, self.folded = OrderedDict(), OrderedDict(), OrderedDict(), OrderedDict()
         self.placement, self.placement_note = None, None
         self._float, self._float_bias, self._float_params, self._hooks = {}, {}, {}, []
@@ -84,6 +94,24 @@ class Quantizer:
     def skipped(self) -> list:
         "Modules holding parameters that are neither quantized layers nor folded BatchNorms."
         return [n for n, m in self.model.named_modules() if n and n not in self.layers and any(True for _ in m.parameters(recurse=False))]
+
+    @property
+    def unquantizable(self) -> dict:
+        "Type name -> names of the modules holding a weight matrix that no type fasterquant quantizes covers (transformers' `Conv1D`, `nn.MultiheadAttention`'s `in_proj_weight`)."
+        known, out = QUANTIZABLE + LOOKUP_LAYERS + tuple(self.layer_types), {}
+        for n, m in self.model.named_modules():
+            if isinstance(m, known) or n in self.layers: continue
+            if any(k.endswith('weight') and p.is_floating_point() and p.dim() >= 2 for k, p in m.named_parameters(recurse=False)):
+                out.setdefault(type(m).__name__, []).append(n)
+        return out
+
+    def warn_unquantizable(self):
+        "One warning naming the weight-holding layers left in float because no quantizable type covers them (`unquantizable`), if any."
+        un = self.unquantizable
+        if not un: return
+        what = '; '.join(f"{len(ns)} {t} ({', '.join(ns[:3])}{', ...' if len(ns) > 3 else ''})" for t, ns in un.items())
+        warnings.warn(f"not quantized, kept in float: {what}: fasterquant quantizes nn.Conv1d/Conv2d/Linear (and nn.Embedding) weights; "
+                      "replace these layers by one of those types to quantize them (transformers' Conv1D is an nn.Linear with its weight transposed)")
 
     # ------------------------------------------------------------------ the weight mechanism
     def float_weight(self, name:str) -> Tensor:
@@ -208,6 +236,22 @@ class Quantizer:
             self.set_specs({n: sp for n, sp in before.items() if sp is not None})
 
     @contextlib.contextmanager
+    def float32_compute(self):
+        "Within the block the model's float16/bfloat16 parameters and buffers, and the float weights and biases held for them, are float32; afterwards each is back in its own dtype. Yields whether anything was cast."
+        low = [(t, t.dtype) for t in {id(t): t for t in itertools.chain(self.model.parameters(), self.model.buffers())}.values()
+               if t.dtype in _LOW_FLOATS]
+        held = (self._float, self._float_bias)
+        if not low and not any(v.dtype in _LOW_FLOATS for d in held for v in d.values()): yield False; return
+        for t, _ in low: t.data = t.data.float()
+        for d in held:
+            for k, v in d.items(): d[k] = v.float()
+        try: yield True
+        finally:
+            for t, dt in low: t.data = t.data.to(dt)
+            for d, attr in zip(held, ('weight', 'bias')):
+                for k, v in d.items(): d[k] = v.to(getattr(self.layers[k], attr).dtype)
+
+    @contextlib.contextmanager
     def float_weights(self):
         "Within the block the model is float (no specs); the fake-quantized weights and their specs come back after."
         specs = OrderedDict(self.specs)
@@ -280,6 +324,7 @@ class Quantizer:
         needs = self._needs_calib()
         if needs and calib is None: raise ValueError(f"{', '.join(needs)} needs calibration data: {CALIB_HELP}")
         calib = None if calib is None else calib_batches(calib, n_batches, model=self.model, token_mask=token_mask)
+        self.warn_unquantizable()
         self._hold()
         self.remove()
         try:
@@ -361,7 +406,7 @@ class Quantizer:
                     **kwargs): # see `export_quantizer`: `dynamic_batch`, `dynamic_sequence`, `input_names`, `output_names`, `check_runtime`, `int8_weights`, `quantized_gather`
         "Write a QDQ ONNX model whose weights are exactly this Quantizer's integers and scales; returns the path."
         from fasterquant.onnx.export import export_quantizer
-        return export_quantizer(self, sample, path, opset=opset, **kwargs)
+        with quiet_torch_export(opset): return export_quantizer(self, sample, path, opset=opset, **kwargs)
 
     # ------------------------------------------------------------------ reports
     def precision_table(self) -> list:

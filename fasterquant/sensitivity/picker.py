@@ -107,13 +107,20 @@ def _compile(p):
         except re.error as e: raise ValueError(f"invalid block pattern {p!r}: {e}") from None
     raise TypeError(f"block patterns must be strings or re.Pattern, got {type(p).__name__}")
 
+def _block_patterns(g, ps) -> list:
+    "Block `g`'s patterns as a list: a regex (string or compiled) or a list/tuple/set of them; anything else is a one-line `TypeError`."
+    ps = [ps] if isinstance(ps, (str, re.Pattern)) else ps
+    if not isinstance(ps, (list, tuple, set, frozenset)) or not all(isinstance(p, (str, re.Pattern)) for p in ps):
+        raise TypeError(f"block {g!r}: its patterns must be a regex string or a list of them, e.g. {{{g!r}: [r'^{g}\\.']}}, got {ps!r}")
+    return list(ps)
+
 def _assign_groups(names:Sequence[str], blocks=None) -> dict[str, list[str]]:
     "Group `names`: each joins the first block (dict order) with a matching pattern; unmatched names are singletons."
     names = list(names)
     if blocks is None: return {n: [n] for n in names}
     if not isinstance(blocks, Mapping):
         raise TypeError("blocks must be a mapping block name -> regex patterns, e.g. {'blocks.3': [r'^/blocks/blocks\\.3/']}")
-    pats = {g: [_compile(p) for p in ([ps] if isinstance(ps, (str, re.Pattern)) else ps)] for g, ps in blocks.items()}
+    pats = {g: [_compile(p) for p in _block_patterns(g, ps)] for g, ps in blocks.items()}
     for g, ps in pats.items():
         for p in ps:
             if not any(p.search(n) for n in names):

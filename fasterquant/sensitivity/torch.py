@@ -44,6 +44,7 @@ class TorchSensitivity:
                  n_batches:int=None): # use at most this many batches
         self.q = quantizer
         self.calib = calib_batches(calib, n_batches, model=quantizer.model)
+        quantizer.warn_unquantizable()   # layers no quantizable type covers are not scored either: say so
         self.act_quants = {n: ActQuant(quantizer.act_dtype) for n in quantizer.layers} if quantizer.act_dtype is not None else {}
         self.training = quantizer.model.training
         quantizer.model.eval()
