@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/00_utils.ipynb #bc02f113
 from __future__ import annotations
-import os, stat, tempfile, contextlib
+import os, stat, tempfile, contextlib, warnings
 from pathlib import Path
 from collections.abc import Mapping
 import torch
@@ -13,7 +13,7 @@ import torch.fx as fx
 
 # %% auto #0
 __all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'LeafTracer', 'register_input_files', 'input_files',
-           'check_output', 'atomic_path']
+           'check_output', 'atomic_path', 'quiet_fastai']
 
 # %% ../../nbs/core/00_utils.ipynb #fa793a62
 def to_device(x, device):
@@ -118,3 +118,11 @@ def atomic_path(path, # the final file path
         for c in created:   # innermost first: only the folders this call made, and only if still empty
             with contextlib.suppress(OSError): c.rmdir()
         raise
+
+# %% ../../nbs/core/00_utils.ipynb #0d2e21d4
+@contextlib.contextmanager
+def quiet_fastai():
+    "Import fastai inside this block without torch's `FutureWarning` about fastai's own `torch.jit.script` decorators (only that warning, only while the block runs)."
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message=r'`torch\.jit\.script` is deprecated', category=FutureWarning)
+        yield

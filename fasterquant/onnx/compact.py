@@ -185,7 +185,7 @@ def _short_names(proto, keep_node_names=frozenset(), shapes:bool=False) -> dict:
         if n.name not in keep_node_names: n.name = ''
         n.doc_string = ''
     for t in g.initializer: t.name = new(t.name); t.doc_string = ''
-    live = [v for v in g.value_info if shapes and v.name in names]   # a stale entry (a value no node reads or writes any more, e.g. a removed Relu's input) would lend its type to the new value of its name
+    live = [v for v in g.value_info if shapes and (v.name in names or v.name in io)]   # a stale entry (a value no node reads or writes any more, e.g. a removed Relu's input) would lend its type to the new value of its name
     del g.value_info[:]; g.value_info.extend(live)
     for v in g.value_info: v.name = new(v.name); v.doc_string = ''
 
