@@ -87,7 +87,7 @@ def onnx_inputs(calib, # array, dict name -> array, `.npz` path, iterable of inp
 
 _SHAPE_OPS = ('Cast', 'Reshape', 'Unsqueeze', 'Squeeze', 'Flatten', 'Identity')   # what lies between token ids and their embedding table: the ids go through unchanged
 
-def gather_tables(model:onnx.ModelProto) -> dict:
+def gather_tables(model:onnx.ModelProto) -> dict: # the model (its weights need not be loaded)
     "`{input name: (node name, rows)}`: the graph inputs a `Gather` reads as indices into a stored table (an embedding), directly or through shape-only ops, with the table's size along the gathered axis (the smallest, for an input read by several)."
     g = model.graph
     inits, readers, out = {t.name: t for t in g.initializer}, consumers(g), {}
@@ -125,8 +125,9 @@ def check_calib(batches:list, # feed dicts `{input name: array}` (as given: befo
                 node, rows = tables[k]
                 bad = (a >= rows) | (a < -rows)
                 if bad.any():
-                    raise ValueError(f"calibration input {k!r}{of} holds id {a[bad].flat[0]} (sample {start + _first(bad)}), out of range for node {node!r}, "
-                                     f"which gathers from a table of {rows} rows: ids must be below {rows}")
+                    i = a[bad].flat[0]
+                    raise ValueError(f"calibration input {k!r}{of} holds id {i} (sample {start + _first(bad)}), out of range for node {node!r}, "
+                                     f"which gathers from a table of {rows} rows: ids must be {f'below {rows}' if i >= rows else f'at least -{rows}'}")
             if k in floats or not floats: zero = zero and not np.any(a)
         start += len(next(iter(b.values())))
     if zero: warnings.warn("every calibration input is all zeros: the activation ranges calibrated on it are empty, and the quantized model would be useless on real data; "
