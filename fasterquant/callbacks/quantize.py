@@ -9,8 +9,10 @@ from collections import OrderedDict
 import torch
 from torch import nn
 from fastcore.basics import store_attr, patch
-from fastai.learner import Learner
-from fastai.callback.core import Callback
+from ..core.utils import quiet_fastai
+with quiet_fastai():   # fastai's import-time torch.jit.script warning, not ours to show
+    from fastai.learner import Learner
+    from fastai.callback.core import Callback
 from ..quantize.dtype import QDtype, get_dtype
 from ..quantize.grid import quantize, check_param_dtype
 from ..quantize.schedule import Schedule, get_schedule

@@ -24,12 +24,16 @@ def _exists(path, what:str) -> Path:
     return p
 
 def load_onnx(path):
-    "The `ModelProto` at `path` (weights not loaded), or a `CLIError` saying why it is not an ONNX model."
+    "The `ModelProto` at `path` (weights not loaded), or a `CLIError` saying why it is not an ONNX model one can quantize (an external data file missing, already quantized)."
     import onnx
     p = _exists(path, 'model')
     try: m = onnx.load(str(p), load_external_data=False)
     except Exception as e: raise CLIError(f"{p} is not an ONNX model ({type(e).__name__}: {str(e)[:80]})") from None
     if not len(m.graph.node) or not m.opset_import: raise CLIError(f"{p} is not an ONNX model (no graph nodes or opset)")
+    from fasterquant.onnx.graph import check_external
+    from fasterquant.onnx.prepare import check_float_model
+    try: check_external(m, p); check_float_model(m, str(p))
+    except ValueError as e: raise CLIError(str(e)) from None
     return m
 
 def _shape(vi) -> list:
@@ -39,7 +43,7 @@ def _shape(vi) -> list:
 def _fmt_shape(dims) -> str: return '[' + ', '.join('N' if i == 0 and d is None else ('?' if d is None else str(d)) for i, d in enumerate(dims)) + ']'
 
 def load_calib(path, model) -> dict:
-    "Calibration arrays from an `.npz` file, checked against `model`'s input names and shapes: `{input name: array}`."
+    "Calibration arrays from an `.npz` file, checked against `model`'s input names, shapes and values (`check_calib`): `{input name: array}`."
     p = _exists(path, 'calibration file')
     try:
         with np.load(p, allow_pickle=False) as f: arrays = {k: f[k] for k in f.files}
@@ -58,6 +62,9 @@ def load_calib(path, model) -> dict:
         if not np.issubdtype(a.dtype, np.number) and a.dtype != bool: raise CLIError(f"calibration array {k!r} has dtype {a.dtype}, not numbers")
     if len(set(ns.values())) != 1 or None in ns.values() or 0 in ns.values():
         raise CLIError(f"calibration arrays need the same, non-zero number of samples (first dim); got {ns}")
+    from fasterquant.onnx.feeds import check_calib
+    try: check_calib([arrays], model, str(p))   # float ids, NaN or Inf, ids out of an embedding's range: named before any work
+    except ValueError as e: raise CLIError(str(e)) from None
     return arrays
 
 def load_labels(path, n:int) -> np.ndarray:
@@ -98,7 +105,8 @@ def check_args(args):
         bad = sorted(set(args.op_types) - set(ort_op_types()))
         if bad: raise CLIError(f"--op-types: ONNX Runtime does not quantize {bad}; use some of {ort_op_types()}")
     if args.output is not None:
-        try: check_output(args.output, inputs=[args.model, args.calib], what='-o')
+        from fasterquant.onnx.graph import model_files   # its external data: inputs too, whatever the model file is called
+        try: check_output(args.output, inputs=[args.model, *model_files(args.model)[1:], args.calib], what='-o')
         except ValueError as e: raise CLIError(str(e)) from None
 
 # %% ../../nbs/cli/00_cli.ipynb #072781e3
@@ -108,6 +116,19 @@ def _quiet_ort():
     "ONNX Runtime's quantizer chatter silenced (`quiet_ort`), imported only when a command needs it."
     from fasterquant.onnx.graph import quiet_ort
     return quiet_ort()
+
+@contextlib.contextmanager
+def _onnx_warnings():
+    "fasterquant's `OnnxWarning`s printed as they come, one `warning:` line each on stderr (each message once); other warnings as Python shows them."
+    from fasterquant.onnx.graph import OnnxWarning
+    seen, show = set(), warnings.showwarning
+    def _show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, OnnxWarning): return show(message, category, filename, lineno, file, line)
+        if str(message) not in seen: seen.add(str(message)); print(f"warning: {message}", file=sys.stderr)
+    with warnings.catch_warnings():
+        warnings.simplefilter('always', OnnxWarning)
+        warnings.showwarning = _show
+        yield
 
 def _progress(args) -> bool: return not args.quiet   # a bar on a terminal, log lines in a log (`progress_mode`), nothing with -q
 
@@ -156,7 +177,7 @@ def sensitivity(args, model):
     with _quiet_ort():
         sens = OnnxSensitivity(args.model, calib, weight_type=w, activation_type=a, per_channel=not args.per_tensor,
                                calibrate_method=args.calibrate_method, criteria=args.criteria, batch_size=args.batch_size, n_batches=args.n_batches,
-                               op_types_to_quantize=args.op_types, chains=args.chains, metric=args.metric)
+                               op_types_to_quantize=args.op_types, chains=args.chains, metric=args.metric, progress=_progress(args))
         if getattr(args, 'label_values', None) is not None:
             out = np.asarray(sens.reference[0][0])
             if out.ndim != 2 or out.shape[1] < 2: raise CLIError(f"--labels needs class scores [N, classes] as the model's first output, got [N, {'x'.join(map(str, out.shape[1:]))}]")
@@ -438,10 +459,14 @@ def _version():
 # %% ../../nbs/cli/00_cli.ipynb #8bd507be
 def main(argv=None) -> int:
     "Run the `fasterquant` command line on `argv` (default `sys.argv[1:]`); returns the exit status."
-    ap = get_parser()
+    try: ap = get_parser()   # imports onnxruntime (the criteria names): Ctrl-C may come here
+    except KeyboardInterrupt:
+        print("fasterquant: interrupted; nothing written", file=sys.stderr)
+        return 130
     args = ap.parse_args(argv)
     if args.command is None: ap.print_help(); return 2
-    try: return args.func(args) or 0
+    try:
+        with _onnx_warnings(): return args.func(args) or 0
     except KeyboardInterrupt:
         if args.debug: raise
         print(f"fasterquant {args.command}: interrupted; nothing written", file=sys.stderr)

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/core/00_utils.ipynb #bc02f113
 from __future__ import annotations
-import os, re, stat, tempfile, contextlib
+import os, re, stat, tempfile, contextlib, warnings
 from pathlib import Path
 from collections.abc import Mapping
 import torch
@@ -12,8 +12,8 @@ from torch import nn
 import torch.fx as fx
 
 # %% auto #0
-__all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'LeafTracer', 'check_output', 'atomic_path',
-           'quiet_torch_export']
+__all__ = ['to_device', 'run_model', 'model_device', 'batch_size', 'LeafTracer', 'register_input_files', 'input_files',
+           'check_output', 'atomic_path', 'quiet_fastai', 'quiet_torch_export']
 
 # %% ../../nbs/core/00_utils.ipynb #fa793a62
 def to_device(x, device):
@@ -60,6 +60,19 @@ def _same_file(a:Path, b:Path) -> bool:
     try: return a.exists() and b.exists() and os.path.samefile(a, b)
     except OSError: return False
 
+_INPUT_FILES = {}   # file suffix -> function(path) -> the other files a file of that kind reads
+
+def register_input_files(suffix:str, # a file suffix, e.g. '.onnx'
+                         fn): # function(path) -> the other files such a file reads (e.g. an ONNX model's external data)
+    "Declare which other files a file ending in `suffix` reads, so that `check_output` protects them as inputs too (a higher module registers its format)."
+    _INPUT_FILES[suffix.lower()] = fn
+
+def input_files(path) -> list:
+    "`path` and every file it reads (as a format registered by `register_input_files` says): all are inputs, never written over."
+    p = Path(path)
+    fn = _INPUT_FILES.get(p.suffix.lower())
+    return [p] + [Path(f) for f in (fn(p) if fn is not None and p.is_file() else [])]
+
 def check_output(path, # where a file will be written
                  inputs=(), # the files the command reads: the output must be none of them
                  what:str='output'): # how the path is called in messages (e.g. '-o')
@@ -70,9 +83,10 @@ def check_output(path, # where a file will be written
     if p.exists() and not p.is_file(): raise ValueError(f"{what} {p} exists and is not a regular file (a device or a pipe?): choose another path")
     for i in inputs:
         if i is None: continue
-        i = Path(i)
-        if _same_file(p, i) or p.resolve() == i.resolve():
-            raise ValueError(f"{what} {p} is the input {i}: inputs are never overwritten, choose another output path")
+        for k, f in enumerate(input_files(i)):
+            if _same_file(p, f) or p.resolve() == f.resolve():
+                is_what = f"the input {f}" if not k else f"{f}, a file the input {i} reads"
+                raise ValueError(f"{what} {p} is {is_what}: inputs are never overwritten, choose another output path")
     parent = p.parent
     while not parent.exists() and parent != parent.parent: parent = parent.parent
     if not parent.is_dir(): raise ValueError(f"{what} {p}: {parent} is not a folder")
@@ -104,6 +118,14 @@ def atomic_path(path, # the final file path
         for c in created:   # innermost first: only the folders this call made, and only if still empty
             with contextlib.suppress(OSError): c.rmdir()
         raise
+
+# %% ../../nbs/core/00_utils.ipynb #0d2e21d4
+@contextlib.contextmanager
+def quiet_fastai():
+    "Import fastai inside this block without torch's `FutureWarning` about fastai's own `torch.jit.script` decorators (only that warning, only while the block runs)."
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message=r'`torch\.jit\.script` is deprecated', category=FutureWarning)
+        yield
 
 # %% ../../nbs/core/00_utils.ipynb #edf58923
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np, torch
 from torch import nn
 import torch.nn.functional as F
+from ..core.utils import quiet_fastai
 
 # %% auto #0
 __all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'EMBEDDED', 'RAPIDOCR', 'FONT_DIR', 'OCR_FONTS', 'MINILM',
@@ -49,8 +50,7 @@ class Data:
         return [(self.x_train[i], self.y_train[i]) for i in idx.split(bs)]
     def dls(self, bs:int=128, seed:int=0):
         "fastai `DataLoaders` (shuffled train, ordered test as validation)."
-        from fastai.data.core import DataLoaders
-        from fastai.data.load import DataLoader
+        with quiet_fastai(): from fastai.data.core import DataLoaders; from fastai.data.load import DataLoader
         tr, va = ExportableTensorDataset(self.x_train, self.y_train), ExportableTensorDataset(self.x_test, self.y_test)
         torch.manual_seed(seed)
         return DataLoaders(DataLoader(tr, bs=bs, shuffle=True, drop_last=True), DataLoader(va, bs=bs * 2))
@@ -177,10 +177,11 @@ def accuracy_of(model:nn.Module, x:torch.Tensor, y:torch.Tensor, bs:int=1000) ->
 
 def train_model(model:nn.Module, data:Data, epochs:int=2, lr:float=3e-3, bs:int=128, seed:int=0, quiet:bool=True):
     "Train `model` on `data` with a fastai `Learner` and `fit_one_cycle`; returns the learner."
-    from fastai.learner import Learner
-    from fastai.metrics import accuracy
-    from fastai.losses import CrossEntropyLossFlat
-    import fastai.callback.schedule, fastai.callback.progress  # noqa: fit_one_cycle, no_bar
+    with quiet_fastai():
+        from fastai.learner import Learner
+        from fastai.metrics import accuracy
+        from fastai.losses import CrossEntropyLossFlat
+        import fastai.callback.schedule, fastai.callback.progress  # noqa: fit_one_cycle, no_bar
     torch.manual_seed(seed)
     learn = Learner(data.dls(bs, seed), model, loss_func=CrossEntropyLossFlat(), metrics=accuracy)
     if quiet:

@@ -185,9 +185,10 @@ def _short_names(proto, keep_node_names=frozenset(), shapes:bool=False) -> dict:
         if n.name not in keep_node_names: n.name = ''
         n.doc_string = ''
     for t in g.initializer: t.name = new(t.name); t.doc_string = ''
-    if shapes:
-        for v in g.value_info: v.name = new(v.name); v.doc_string = ''
-    else: del g.value_info[:]
+    live = [v for v in g.value_info if shapes and (v.name in names or v.name in io)]   # a stale entry (a value no node reads or writes any more, e.g. a removed Relu's input) would lend its type to the new value of its name
+    del g.value_info[:]; g.value_info.extend(live)
+    for v in g.value_info: v.name = new(v.name); v.doc_string = ''
+
     g.doc_string = ''; g.name = 'fq'; proto.doc_string = ''; proto.producer_name = 'fasterquant'; proto.producer_version = ''
     return names
 

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/onnx/03_feeds.ipynb #7a2a5841
 from __future__ import annotations
-import tempfile
+import tempfile, warnings
 from pathlib import Path
 from collections.abc import Mapping, Iterable
 import numpy as np
@@ -13,12 +13,12 @@ from onnxruntime.quantization import CalibrationMethod, CalibrationDataReader
 from onnxruntime.quantization.calibrate import create_calibrator, TensorsData
 from ..core.registry import AxisRegistry
 from .runtime import run_feeds
-from .graph import read_onnx, save_onnx, with_outputs
+from .graph import read_onnx, save_onnx, with_outputs, consumers, node_attr, OnnxWarning
 from .ops import default_op_types
 
 # %% auto #0
-__all__ = ['CALIBRATE_METHODS', 'ENTROPY_BINS', 'onnx_inputs', 'FeedReader', 'first_samples', 'layer_inputs',
-           'get_calibrate_method', 'calibrate_onnx']
+__all__ = ['CALIBRATE_METHODS', 'ENTROPY_BINS', 'onnx_inputs', 'gather_tables', 'check_calib', 'FeedReader', 'first_samples',
+           'layer_inputs', 'get_calibrate_method', 'calibrate_onnx']
 
 # %% ../../nbs/onnx/03_feeds.ipynb #26af8eb2
 _CALIB_HELP = ("pass calibration inputs as a numpy array (single-input model), a dict input name -> array, "
@@ -56,6 +56,7 @@ def onnx_inputs(calib, # array, dict name -> array, `.npz` path, iterable of inp
     m = read_onnx(model, weights=False, copy_proto=False)
     inputs = _model_inputs(m)
     if calib is None: raise ValueError(f"No calibration data: {_CALIB_HELP}")
+    source = str(calib) if isinstance(calib, (str, Path)) else None
     if isinstance(calib, (str, Path)):
         if not str(calib).endswith('.npz'): raise ValueError(f"{calib}: expected an .npz file; {_CALIB_HELP}")
         with np.load(calib) as f: calib = {k: f[k] for k in f.files}
@@ -81,7 +82,56 @@ def onnx_inputs(calib, # array, dict name -> array, `.npz` path, iterable of inp
     if n_batches is not None: batches = batches[:n_batches]
     if not batches or not all(len(a) for b in batches for a in b.values()):
         raise ValueError(f"The calibration data is empty: {_CALIB_HELP}")
+    check_calib(batches, m, source)
     return [{k: np.ascontiguousarray(a, dtype=inputs[k][0]) for k, a in b.items()} for b in batches]
+
+_SHAPE_OPS = ('Cast', 'Reshape', 'Unsqueeze', 'Squeeze', 'Flatten', 'Identity')   # what lies between token ids and their embedding table: the ids go through unchanged
+
+def gather_tables(model:onnx.ModelProto) -> dict: # the model (its weights need not be loaded)
+    "`{input name: (node name, rows)}`: the graph inputs a `Gather` reads as indices into a stored table (an embedding), directly or through shape-only ops, with the table's size along the gathered axis (the smallest, for an input read by several)."
+    g = model.graph
+    inits, readers, out = {t.name: t for t in g.initializer}, consumers(g), {}
+    for i in g.input:
+        if i.name in inits: continue
+        todo, seen = [i.name], set()
+        while todo:
+            v = todo.pop()
+            for n in readers.get(v, []):
+                if n.op_type == 'Gather' and len(n.input) > 1 and n.input[1] == v and n.input[0] in inits:
+                    dims, ax = inits[n.input[0]].dims, node_attr(n, 'axis', 0)
+                    rows = dims[ax % len(dims)]
+                    if i.name not in out or rows < out[i.name][1]: out[i.name] = (n.name or n.output[0], rows)
+                elif n.op_type in _SHAPE_OPS and n.input[0] == v and n.output[0] not in seen: seen.add(n.output[0]); todo.append(n.output[0])
+    return out
+
+def _first(bad:np.ndarray) -> int: return int(np.argmax(bad.reshape(len(bad), -1).any(1)))   # the first sample holding a True
+
+def check_calib(batches:list, # feed dicts `{input name: array}` (as given: before the cast to the model's types)
+                model:onnx.ModelProto, # the model they are for
+                source:str=None): # how messages name the data (e.g. its .npz file)
+    "Refuse, in one line naming the input and the sample, calibration data the model would run on only after a silent change or a failure: float arrays for integer inputs, NaN or Inf, ids out of an embedding table's range; warn (`OnnxWarning`) when every input is all zeros."
+    inputs, tables, of = _model_inputs(model), gather_tables(model), f" of {source}" if source else ''
+    floats = [k for k, (dt, _) in inputs.items() if np.issubdtype(dt, np.floating)]
+    start, zero = 0, True
+    for b in batches:
+        for k, a in b.items():
+            a, dt = np.asarray(a), inputs[k][0]
+            if not np.issubdtype(dt, np.floating) and not (np.issubdtype(a.dtype, np.integer) or a.dtype == bool):
+                raise ValueError(f"calibration input {k!r}{of} is {a.dtype} but the model's input {k!r} is {np.dtype(dt)}: integer inputs (token ids, masks) need integer arrays, "
+                                 f"not values cast on the way; save them as integers (array.astype(np.{np.dtype(dt)}))")
+            if np.issubdtype(a.dtype, np.inexact) and not np.isfinite(a).all():
+                raise ValueError(f"calibration input {k!r}{of} holds NaN or Inf values (sample {start + _first(~np.isfinite(a))}): clean or drop those samples first")
+            if k in tables and a.size:
+                node, rows = tables[k]
+                bad = (a >= rows) | (a < -rows)
+                if bad.any():
+                    i = a[bad].flat[0]
+                    raise ValueError(f"calibration input {k!r}{of} holds id {i} (sample {start + _first(bad)}), out of range for node {node!r}, "
+                                     f"which gathers from a table of {rows} rows: ids must be {f'below {rows}' if i >= rows else f'at least -{rows}'}")
+            if k in floats or not floats: zero = zero and not np.any(a)
+        start += len(next(iter(b.values())))
+    if zero: warnings.warn("every calibration input is all zeros: the activation ranges calibrated on it are empty, and the quantized model would be useless on real data; "
+                           "calibrate on real samples", OnnxWarning, stacklevel=3)
 
 class FeedReader(CalibrationDataReader):
     "An ONNX Runtime `CalibrationDataReader` over a list of feed dicts (rewinds, and supports `set_range` for strided calibration)."

@@ -9,10 +9,12 @@ from collections import defaultdict
 from pathlib import Path
 import onnx
 from onnx import helper
+from ..core.utils import register_input_files
 
 # %% auto #0
-__all__ = ['node_attr', 'set_attr', 'producers', 'consumers', 'onnx_opset', 'read_onnx', 'save_onnx', 'constants_to_initializers',
-           'name_nodes', 'with_outputs', 'drop_unread', 'quiet_ort', 'in_dir']
+__all__ = ['node_attr', 'set_attr', 'producers', 'consumers', 'onnx_opset', 'read_onnx', 'external_files', 'check_external',
+           'model_files', 'save_onnx', 'constants_to_initializers', 'name_nodes', 'with_outputs', 'drop_unread',
+           'OnnxWarning', 'quiet_ort', 'in_dir']
 
 # %% ../../nbs/onnx/01_graph.ipynb #c939d658
 def node_attr(node:onnx.NodeProto, # an ONNX node
@@ -54,8 +56,47 @@ def read_onnx(model, # an ONNX file path or an `onnx.ModelProto`
     if not isinstance(model, (str, Path)): raise TypeError(f"{what} must be an ONNX file path or an onnx.ModelProto, got {type(model).__name__}")
     p = Path(model)
     if not p.is_file(): raise ValueError(f"{what} {p}: no such file")
-    try: return onnx.load(str(p), load_external_data=weights)
+    try: m = onnx.load(str(p), load_external_data=False)
     except Exception as e: raise ValueError(f"{p} is not a readable ONNX model ({type(e).__name__}); pass an .onnx file") from None
+    if weights and external_files(m, p.parent):
+        check_external(m, p)
+        try: onnx.load_external_data_for_model(m, str(p.parent))
+        except Exception as e: raise ValueError(f"{p}: its external data cannot be read ({type(e).__name__}: {str(e).strip()[:120]})") from None
+    return m
+
+def _tensors(g:onnx.GraphProto):
+    "Every tensor `g` stores: initializers, `Constant` values and those of subgraphs."
+    yield from g.initializer
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR: yield a.t
+            elif a.type == onnx.AttributeProto.TENSORS: yield from a.tensors
+            elif a.type == onnx.AttributeProto.GRAPH: yield from _tensors(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for s in a.graphs: yield from _tensors(s)
+
+def external_files(model:onnx.ModelProto, # loaded without its external data
+                   base) -> list[Path]: # the folder of its file: locations are relative to it
+    "The files `model` keeps tensor data in (its external data `location`s), each once, in order."
+    locs = [e.value for t in _tensors(model.graph) if t.data_location == onnx.TensorProto.EXTERNAL for e in t.external_data if e.key == 'location']
+    return [Path(base)/l for l in dict.fromkeys(locs)]
+
+def check_external(model:onnx.ModelProto, # loaded without its external data
+                   path): # its file
+    "Raise a one-line `ValueError` naming the first external data file of `model` that is missing."
+    p = Path(path)
+    missing = [f for f in external_files(model, p.parent) if not f.is_file()]
+    if missing: raise ValueError(f"{p} keeps its weights in {missing[0]}, which is missing{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: "
+                                 "put it beside the model, as it was saved, or save the model with its weights inside")
+
+def model_files(path) -> list[Path]:
+    "The ONNX file at `path` and the files it reads (its external data): inputs a command must never write over; just `[path]` for a file that is no ONNX model."
+    p = Path(path)
+    try: m = onnx.load(str(p), load_external_data=False)
+    except Exception: return [p]
+    return [p] + external_files(m, p.parent)
+
+register_input_files('.onnx', lambda p: model_files(p)[1:])   # `check_output` refuses a model's external data as an output
 
 def save_onnx(model:onnx.ModelProto, # the model (not modified)
               path): # where to write it (no checks: see `write_onnx` for the verified, atomic write)
@@ -109,12 +150,17 @@ def drop_unread(graph:onnx.GraphProto, # changed in place
     return n
 
 # %% ../../nbs/onnx/01_graph.ipynb #ed3c3e39
+class OnnxWarning(UserWarning):
+    "Something the ONNX path did that the user should know (a weight whose rounding could not be learned, calibration data that calibrates nothing): `quiet_ort` lets it through, the command line prints it."
+
 @contextlib.contextmanager
 def quiet_ort():
-    "Silence ONNX Runtime's quantization tools while they run: their chatter on the root logger (pre-processing advice, per-weight axis notes) and their warnings."
+    "Silence ONNX Runtime's quantization tools while they run: their chatter on the root logger (pre-processing advice, per-weight axis notes) and their warnings (fasterquant's own `OnnxWarning`s still show)."
     root = logging.getLogger(); level = root.level; root.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings(): warnings.simplefilter('ignore'); yield
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore'); warnings.simplefilter('default', OnnxWarning)
+            yield
     finally: root.setLevel(level)
 
 @contextlib.contextmanager

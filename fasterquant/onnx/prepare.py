@@ -5,6 +5,7 @@
 # %% ../../nbs/onnx/05_prepare.ipynb #349dd81a
 from __future__ import annotations
 import tempfile
+from collections import Counter
 from pathlib import Path
 import onnx
 from onnxruntime.quantization.quant_utils import load_model_with_shape_infer
@@ -13,7 +14,7 @@ from .graph import read_onnx, save_onnx, constants_to_initializers, name_nodes, 
 from .grids import onnx_dtype, get_quant_type
 
 # %% auto #0
-__all__ = ['needed_opset', 'prepare_onnx', 'load_for_quantization']
+__all__ = ['needed_opset', 'quantized_ops', 'check_float_model', 'prepare_onnx', 'load_for_quantization']
 
 # %% ../../nbs/onnx/05_prepare.ipynb #19bc7258
 def needed_opset(weight_type='int8', # weight integer type (a name, a `QDtype` or ORT's `QuantType`)
@@ -39,14 +40,31 @@ def _pre_process(model:onnx.ModelProto, d:Path, steps:list) -> onnx.ModelProto:
         except Exception as e: errs.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:200])
     raise ValueError(f"ONNX Runtime's pre-processing fails on this model ({errs[-1]}); check it with onnx.checker and onnxruntime first")
 
+_FLOATS = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE)
+
+def quantized_ops(model:onnx.ModelProto) -> Counter:
+    "The nodes of `model` that only a quantized model holds (QDQ pairs, ONNX Runtime's integer and 4-bit ops), counted by op type."
+    q = lambda t: (t in ('QuantizeLinear', 'DequantizeLinear', 'MatMulNBits', 'QGemm', 'QAttention')
+                   or t.startswith(('QLinear', 'DynamicQuantize', 'QOrdered')) or t.endswith('Integer'))
+    return Counter(n.op_type for n in model.graph.node if q(n.op_type))
+
+def check_float_model(model:onnx.ModelProto, # the model as given (its weights need not be loaded)
+                      what:str='the model'): # how the message names it
+    "Raise a one-line `ValueError` unless `model` is a float model with something to quantize: nodes, float tensors (inputs or weights; integer inputs such as token ids are fine), no quantization already."
+    g = model.graph
+    if not len(g.node): raise ValueError(f"{what} has no nodes: nothing to quantize")
+    if q := quantized_ops(model):
+        raise ValueError(f"{what} is already quantized (it holds {', '.join(f'{v} {k}' for k, v in q.most_common(3))}): pass the float model it was quantized from")
+    consts = [a.t for n in g.node if n.op_type == 'Constant' for a in n.attribute if a.name == 'value']
+    if not any(i.type.tensor_type.elem_type in _FLOATS for i in g.input) and not any(t.data_type in _FLOATS for t in [*g.initializer, *consts]):
+        raise ValueError(f"{what} has no float input and no float weight: only float models can be quantized")
+
 def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
                  opset:int=13, # upgrade to at least this opset (13: per-channel QDQ; 21: 4- and 16-bit types)
                  steps:list=None) -> onnx.ModelProto: # if given, what was done is appended to it
     "`model` made ready for ORT's quantizer: `Constant` weights as initializers, opset upgraded, shapes inferred and ORT's pre-processing applied, all on a copy in a temporary folder."
     m, steps = read_onnx(model), steps if steps is not None else []
-    if not len(m.graph.node): raise ValueError("the model has no nodes: nothing to quantize")
-    if not any(i.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16) for i in m.graph.input):
-        raise ValueError("the model has no float input: only float models can be quantized")
+    check_float_model(m)
     if n := constants_to_initializers(m.graph): steps.append(f"{n} Constant nodes turned into initializers")
     v = onnx_opset(m)
     if v < opset:

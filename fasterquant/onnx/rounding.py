@@ -4,7 +4,7 @@
 
 # %% ../../nbs/onnx/07_rounding.ipynb #712da13a
 from __future__ import annotations
-import time
+import time, warnings
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -18,7 +18,7 @@ from ..quantize.layerwise import LayerJob, LayerwiseCriteria
 from ..quantize.gptq import GPTQ
 from ..quantize.adaround import AdaRound
 from .runtime import ort_session
-from .graph import producers, consumers, with_outputs, drop_unread
+from .graph import producers, consumers, with_outputs, drop_unread, OnnxWarning
 from .ops import op_spec, onnx_layer, stored_initializer, dq_spec
 from .feeds import first_samples
 
@@ -73,6 +73,8 @@ def _levels(qdq:onnx.ModelProto, names:set) -> dict:
         for o in n.output: depth[o] = d + (n.name in names)
     return out
 
+_SHARED = 'its weight is shared with another node'
+
 def learn_onnx_rounding(model:onnx.ModelProto, # the float model (prepared), the node names of `qdq`
                         qdq:onnx.ModelProto, # the model quantized to QDQ (ORT's quantizer): its grids are kept, its integers learned
                         feeds:list, # calibration feeds (`onnx_inputs`)
@@ -85,7 +87,7 @@ def learn_onnx_rounding(model:onnx.ModelProto, # the float model (prepared), the
     t0 = time.perf_counter()
     crit = get_criteria(criteria)
     if not isinstance(crit, LayerwiseCriteria): raise ValueError(f"criteria={crit.name} does not learn its rounding: pass 'gptq' or 'adaround'")
-    p = crit.params(**kwargs)
+    p = crit.params(progress=progress, **kwargs)   # the argument, not the engine default, says whether to show it
     if p.get('blocks') is not None: raise ValueError("blocks (BRECQ) are not on the ONNX path, which learns node by node: pass blocks=None")
     g, fnodes = qdq.graph, {n.name: n for n in model.graph.node}
     inits, finits = {t.name: t for t in g.initializer}, {t.name: t for t in model.graph.initializer}
@@ -97,13 +99,18 @@ def learn_onnx_rounding(model:onnx.ModelProto, # the float model (prepared), the
         if dq is None or dq.op_type != 'DequantizeLinear' or stored_initializer(dq.input[0], inits, prod) is None: continue   # a float weight: nothing to round
         fn = fnodes[n.name]
         if fn.input[1] not in finits: skipped[n.name] = 'its weight is computed, not stored'; continue
-        if len(readers[dq.output[0]]) > 1: skipped[n.name] = 'its weight is shared with another node'; continue
+        if len(readers[dq.output[0]]) > 1: skipped[n.name] = _SHARED; continue
         b = numpy_helper.to_array(finits[fn.input[2]]) if len(fn.input) > 2 and fn.input[2] in finits else None
         layer = onnx_layer(n, numpy_helper.to_array(finits[fn.input[1]]), b)
         if layer is None: skipped[n.name] = 'the engine cannot replay it (auto_pad, a 3-d convolution, a transposed input, a scaled Gemm)'; continue
         spec = dq_spec(dq, inits, layer, prod)
         if spec is None: skipped[n.name] = 'its grid is neither per tensor nor per output channel'; continue
         jobs[n.name] = (n, fn, dq, layer, spec)
+    shared = {}
+    for n in g.node:
+        if skipped.get(n.name) == _SHARED: shared.setdefault(fnodes[n.name].input[1], []).append(n.name)
+    for w, ns in shared.items():
+        warnings.warn(f"weight {w!r} is read by nodes {ns}: its rounding is not learned ({crit.name}), they keep round-to-nearest on its grid", OnnxWarning, stacklevel=2)
     weights, integers, stats = {}, {}, {}
     if not jobs: return OnnxRounding(weights, integers, stats, skipped, crit, time.perf_counter() - t0)
     emu = ort_session(with_outputs(_weights_as_inputs(qdq, [j[2] for j in jobs.values()]), [j[0].input[0] for j in jobs.values()]))

@@ -92,7 +92,8 @@ class OnnxSensitivity:
                  metric='auto', # default distance: 'auto' (`pick_metric`), a name of `available_metrics()`, or a function (ref, out) -> float
                  providers:list=None, # ORT providers (default CPU)
                  cache_mb:float=2048, # float activations kept for downstream-only probes (0: every probe runs the whole model)
-                 shared_arena:bool=True): # probes draw memory from one ONNX Runtime arena kept warm across them (it stays with the process; False: each probe's own)
+                 shared_arena:bool=True, # probes draw memory from one ONNX Runtime arena kept warm across them (it stays with the process; False: each probe's own)
+                 progress:bool=True): # learned rounding's progress output, node by node (False: none)
         store_attr(but='model,calib,ranges,metric')
         if not (isinstance(metric, str) and metric == 'auto'): get_metric(metric)  # a bad name fails before any work
         self.source = model
@@ -225,7 +226,7 @@ def score_onnx(model, # path or `ModelProto`
                progress:bool=True, # progress bar
                **kwargs) -> Sensitivity: # `OnnxSensitivity` settings
     "Per-node sensitivity of an ONNX model in one call (see `OnnxSensitivity`)."
-    return OnnxSensitivity(model, calib, metric=metric, **kwargs).score(nodes, None, progress)
+    return OnnxSensitivity(model, calib, metric=metric, progress=progress, **kwargs).score(nodes, None, progress)
 
 # %% ../../nbs/sensitivity/01_onnx.ipynb #d298e671
 @patch
@@ -238,7 +239,7 @@ def learn_rounding(self:OnnxSensitivity, criteria='gptq', # a learned rounding: 
     key = frozenset(nodes_to_exclude or [])
     if not key: self.weight_overrides, self.rounding, self.roundings = self._overrides(crit.scale), None, {}   # new grids, everything learned again
     elif self.rounding is None: raise ValueError("learn the rounding with every target quantized first (learn_rounding() without nodes_to_exclude): its grids are the ones kept")
-    r = learn_onnx_rounding(self.model, self.quantized_model(list(key)), self.feeds, crit, **kwargs)
+    r = learn_onnx_rounding(self.model, self.quantized_model(list(key)), self.feeds, crit, **{'progress': self.progress, **kwargs})
     self.roundings[key] = (r, {t.name: t for t in self.model.graph.initializer if t.name in r.weights})
     if not key: self.rounding = r
     return r
