@@ -9,6 +9,7 @@ from pathlib import Path
 import onnx
 from onnxruntime.quantization.calibrate import TensorsData
 from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
+from onnxruntime.quantization.quant_utils import QuantType
 from fastcore.basics import store_attr
 from ..core.utils import atomic_path, check_output
 from .runtime import ort_session
@@ -23,10 +24,10 @@ from .rounding import learn_onnx_rounding, set_weights
 from ..quantize.layerwise import LayerwiseCriteria
 
 # %% auto #0
-__all__ = ['CHAIN_OPS', 'FLOAT_INPUTS', 'chain_nodes', 'check_names', 'quantized_nodes', 'ort_selection', 'ranged_op_types',
-           'removable_source', 'restore_activations', 'float_inputs_mode', 'float_reads_float', 'widen_4bit',
-           'QDQSettings', 'n_qdq', 'qdq_model', 'verify_onnx', 'check_out', 'finished_onnx', 'write_onnx',
-           'quantize_onnx']
+__all__ = ['CHAIN_OPS', 'FLOAT_INPUTS', 'PROPAGATES', 'chain_nodes', 'check_names', 'quantized_nodes', 'ort_selection',
+           'ranged_op_types', 'removable_source', 'restore_activations', 'float_inputs_mode', 'float_reads_float',
+           'widen_4bit', 'propagate_dq', 'QDQSettings', 'n_qdq', 'qdq_model', 'verify_onnx', 'check_out',
+           'finished_onnx', 'write_onnx', 'quantize_onnx']
 
 # %% ../../nbs/onnx/06_qdq.ipynb #5675cbf7
 CHAIN_OPS = chain_op_types()   # the op types that join integer chains (the op table's `chain`)
@@ -193,6 +194,31 @@ def widen_4bit(model:onnx.ModelProto) -> int: # a QDQ model (changed in place)
     del g.node[:]; g.node.extend(nodes)
     return len(todo)
 
+# %% ../../nbs/onnx/06_qdq.ipynb #05639fec
+PROPAGATES = ('Reshape', 'Transpose', 'Squeeze', 'Unsqueeze', 'MaxPool')   # ONNX Runtime moves an activation's DequantizeLinear forward past these at load
+
+def propagate_dq(model:onnx.ModelProto) -> int: # a QDQ model (changed in place)
+    "After each op in `PROPAGATES` that reads an activation's `DequantizeLinear` and is read by float nodes, write a `QuantizeLinear -> DequantizeLinear` pair on the same grid, as ONNX Runtime's propagation does at load; returns how many pairs."
+    g, made = model.graph, 0
+    while True:
+        inits, prod, rd, outs = {i.name for i in g.initializer}, producers(g), consumers(g), {o.name for o in g.output}
+        for d in g.node:
+            if d.op_type != 'DequantizeLinear' or d.input[0] in inits: continue
+            n = next((n for n in rd.get(d.output[0], ()) if n.op_type in PROPAGATES and n.input[0] == d.output[0] and len([o for o in n.output if o]) == 1
+                      and n.output[0] not in outs and rd.get(n.output[0]) and not all(r.op_type == 'QuantizeLinear' for r in rd[n.output[0]])), None)
+            if n is None: continue
+            t = n.output[0]
+            qv, dv = t + '_fq_pq', t + '_fq_pdq'
+            q = onnx.helper.make_node('QuantizeLinear', [t, *d.input[1:]], [qv], t + '_fq_pq', **{a.name: onnx.helper.get_attribute_value(a) for a in d.attribute if a.name in ('axis', 'block_size')})
+            dq = copy.deepcopy(d); dq.input[0], dq.output[0], dq.name = qv, dv, t + '_fq_pdq'
+            for r in rd[t]: r.input[:] = [dv if i == t else i for i in r.input]
+            nodes = list(g.node); at = nodes.index(n) + 1
+            nodes[at:at] = [q, dq]
+            del g.node[:]; g.node.extend(nodes); made += 1
+            break
+        else: return made
+
+
 # %% ../../nbs/onnx/06_qdq.ipynb #5d417fe1
 class QDQSettings:
     "How ONNX Runtime's QDQ quantizer is run, in one record: the same for every model the scorer probes and for the file that is written."
@@ -223,7 +249,7 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
               nodes_to_exclude=None, # nodes kept in float
               rounding:tuple=None, # learned rounding: `(weights on their grids, float weights)` by initializer name (`learn_onnx_rounding`): the first are quantized, the second kept by a node left in float
               part:bool=False) -> onnx.ModelProto: # `model` is a part: only the tensors next to the nodes it quantizes can be quantized
-    "The QDQ model: ONNX Runtime's `QDQQuantizer` with these ranges and settings, then the repairs, in order: float readers read float (`float_reads_float`), a weight op left in float keeps its float weight, 4-bit weights widened for the 8-bit kernels (`widen_4bit`). The one pipeline of the scorer's probes, its files and `quantize_onnx`."
+    "The QDQ model: ONNX Runtime's `QDQQuantizer` with these ranges and settings, then the repairs, in order: float readers read float (`float_reads_float`), a weight op left in float keeps its float weight, 4-bit weights widened for the 8-bit kernels (`widen_4bit`), with int8 activations each DequantizeLinear moved past the ops ORT moves it past (`propagate_dq`). The one pipeline of the scorer's probes, its files and `quantize_onnx`."
     s = settings
     ops, only, quantized = ort_selection(model, s.op_types, nodes_to_quantize, nodes_to_exclude, s.chains, set(ranges.keys()))
     keep = set(only or [])
@@ -240,6 +266,7 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
     if s.float_inputs != 'none': float_reads_float(out, quantized, src, keep_kernels=s.float_inputs == 'free')
     if rounding is not None: set_weights(out, rounding[1])   # a weight op left in float reads its float weight, not the learned one
     widen_4bit(out)   # W4A8 runs on ONNX Runtime's 8-bit integer kernels: measured as it is written
+    if s.activation_type == QuantType.QInt8: propagate_dq(out)   # int8 activations: ORT's own propagation would write a file it cannot load
     return out
 
 # %% ../../nbs/onnx/06_qdq.ipynb #6a5c22fd
