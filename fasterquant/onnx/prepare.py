@@ -10,11 +10,13 @@ from pathlib import Path
 import onnx
 from onnxruntime.quantization.quant_utils import load_model_with_shape_infer
 from .runtime import ort_session
-from .graph import read_onnx, save_onnx, constants_to_initializers, name_nodes, onnx_opset, quiet_ort, in_dir
+import numpy as np
+from .graph import read_onnx, save_onnx, constants_to_initializers, name_nodes, onnx_opset, quiet_ort, in_dir, producers, consumers, drop_unread
 from .grids import onnx_dtype, get_quant_type
 
 # %% auto #0
-__all__ = ['needed_opset', 'quantized_ops', 'check_float_model', 'prepare_onnx', 'load_for_quantization']
+__all__ = ['needed_opset', 'quantized_ops', 'check_float_model', 'prepare_onnx', 'load_for_quantization', 'hardswish_matches',
+           'fuse_hardswish']
 
 # %% ../../nbs/onnx/05_prepare.ipynb #19bc7258
 def needed_opset(weight_type='int8', # weight integer type (a name, a `QDtype` or ORT's `QuantType`)
@@ -62,7 +64,7 @@ def check_float_model(model:onnx.ModelProto, # the model as given (its weights n
 def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
                  opset:int=13, # upgrade to at least this opset (13: per-channel QDQ; 21: 4- and 16-bit types)
                  steps:list=None) -> onnx.ModelProto: # if given, what was done is appended to it
-    "`model` made ready for ORT's quantizer: `Constant` weights as initializers, opset upgraded, shapes inferred and ORT's pre-processing applied, all on a copy in a temporary folder."
+    "`model` made ready for ORT's quantizer: `Constant` weights as initializers, opset upgraded, HardSwish fused (`fuse_hardswish`), shapes inferred and ORT's pre-processing applied, all on a copy in a temporary folder."
     m, steps = read_onnx(model), steps if steps is not None else []
     check_float_model(m)
     if n := constants_to_initializers(m.graph): steps.append(f"{n} Constant nodes turned into initializers")
@@ -71,6 +73,7 @@ def prepare_onnx(model, # path or `ModelProto` of a float model, as shipped
         try: m = onnx.version_converter.convert_version(m, opset)
         except Exception as e: raise ValueError(f"cannot upgrade the model from opset {v} to {opset} ({type(e).__name__}: {str(e)[:120]}); re-export it at opset >= {opset}") from None
         steps.append(f"opset {v} upgraded to {opset}")
+    if n := fuse_hardswish(m): steps.append(f"{n} HardSwish written out as Add, Clip, Mul, Div fused into HardSigmoid and Mul")
     with tempfile.TemporaryDirectory(prefix='fq.prepare.') as d: m = _pre_process(m, Path(d), steps)
     if n := name_nodes(m): steps.append(f"{n} unnamed nodes named")
     try: ort_session(m.SerializeToString())
@@ -84,3 +87,58 @@ def load_for_quantization(model) -> onnx.ModelProto:
         path = Path(d)/'model.onnx'
         save_onnx(model, path)
         return load_model_with_shape_infer(path)
+
+# %% ../../nbs/onnx/05_prepare.ipynb #c9b085d6
+def _scalar(inits:dict, name:str) -> float:
+    "The value of a one-element initializer `name`, else None."
+    t = inits.get(name)
+    return float(onnx.numpy_helper.to_array(t).reshape(-1)[0]) if t is not None and int(np.prod(t.dims)) == 1 else None
+
+def _sixth(n:onnx.NodeProto, inits:dict) -> str:
+    "The input `n` divides by 6 (`Div(a, 6)`, `Mul(a, 1/6)`), else None."
+    if n.op_type == 'Div' and _scalar(inits, n.input[1]) == 6.0: return n.input[0]
+    if n.op_type == 'Mul':
+        for i in (0, 1):
+            if (s := _scalar(inits, n.input[1 - i])) is not None and abs(s - 1 / 6) < 1e-6: return n.input[i]
+    return None
+
+def _relu6_shift(t:str, x:str, prod:dict, inits:dict) -> list:
+    "The nodes `Add(x, 3) -> Clip(0, 6)` that write `t`, else None."
+    c = prod.get(t)
+    if c is None or c.op_type != 'Clip' or len(c.input) < 3 or (_scalar(inits, c.input[1]), _scalar(inits, c.input[2])) != (0.0, 6.0): return None
+    a = prod.get(c.input[0])
+    if a is None or a.op_type != 'Add' or sorted(a.input, key=lambda i: i != x) != [x, a.input[1] if a.input[0] == x else a.input[0]]: return None
+    return [a, c] if _scalar(inits, a.input[1] if a.input[0] == x else a.input[0]) == 3.0 else None
+
+def hardswish_matches(model:onnx.ModelProto) -> list:
+    "Each HardSwish of `model` written out as `x * Clip(x + 3, 0, 6) / 6` (in any order of product and division): `(x, nodes, last node)`."
+    g = model.graph
+    prod, rd, inits, outs = producers(g), consumers(g), {t.name: t for t in g.initializer}, {o.name for o in g.output}
+    found, used = [], set()
+    for last in g.node:
+        if last.op_type not in ('Div', 'Mul'): continue
+        cands = []
+        if (inner := _sixth(last, inits)) is not None and (m := prod.get(inner)) is not None and m.op_type == 'Mul':   # (x * clip) / 6
+            cands += [(m.input[i], [m], m.input[1 - i]) for i in (0, 1)]
+        if last.op_type == 'Mul':   # x * (clip / 6)
+            cands += [(last.input[i], [d], s) for i in (0, 1) if (d := prod.get(last.input[1 - i])) is not None and (s := _sixth(d, inits)) is not None]
+        for x, mid, clipped in cands:
+            head = _relu6_shift(clipped, x, prod, inits)
+            nodes = (head or []) + mid + [last]
+            inner_outs = [n.output[0] for n in nodes[:-1]]
+            if head and not any(id(n) in used for n in nodes) and all(len(rd.get(t, ())) == 1 and t not in outs for t in inner_outs):
+                found.append((x, nodes, last)); used |= {id(n) for n in nodes}; break
+    return found
+
+def fuse_hardswish(model:onnx.ModelProto) -> int: # changed in place
+    "Write each HardSwish `model` spells out (`hardswish_matches`) as `x * HardSigmoid(x)` (one kernel and a product), named after the node that wrote its output; returns how many."
+    found = hardswish_matches(model)
+    if not found: return 0
+    g, gone = model.graph, {id(n) for _, nodes, _ in found for n in nodes}
+    fused = {id(last): [onnx.helper.make_node('HardSigmoid', [x], [last.output[0] + '_fq_hsig'], name=last.name + '_hardsigmoid', alpha=1 / 6, beta=0.5),
+                        onnx.helper.make_node('Mul', [x, last.output[0] + '_fq_hsig'], [last.output[0]], name=last.name)] for x, _, last in found}
+    nodes = [m for n in g.node if id(n) not in gone or id(n) in fused for m in fused.get(id(n), [n])]
+    del g.node[:]; g.node.extend(nodes)
+    drop_unread(g, ())   # the constants 3, 6 and 1/6 nobody reads now
+    return len(found)
+

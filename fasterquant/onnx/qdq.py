@@ -263,7 +263,8 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
                      list(ops), with_overrides(s.extra_options, s.weight_grids, model))
     with quiet_ort(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
     out = q.model.model
-    if s.float_inputs != 'none': float_reads_float(out, quantized, src, keep_kernels=s.float_inputs == 'free')
+    eight = s.activation_type in (QuantType.QUInt8, QuantType.QInt8)   # ONNX Runtime's integer kernels take 8-bit activations only: with others there is no kernel to keep, and 'free' reads float everywhere ('all')
+    if s.float_inputs != 'none': float_reads_float(out, quantized, src, keep_kernels=s.float_inputs == 'free' and eight)
     if rounding is not None: set_weights(out, rounding[1])   # a weight op left in float reads its float weight, not the learned one
     widen_4bit(out)   # W4A8 runs on ONNX Runtime's 8-bit integer kernels: measured as it is written
     if s.activation_type == QuantType.QInt8: propagate_dq(out)   # int8 activations: ORT's own propagation would write a file it cannot load
