@@ -35,9 +35,9 @@ from fasterquant.core.metrics import get_metric
 from fasterquant.core.progress import set_progress
 from results_io import add_results_args, write_results, rendered
 
-MODES = {'int8': dict(weight_type='int8', activation_type='int8', per_channel=True),
+MODES = {'int8': dict(weight_type='int8', activation_type='uint8', per_channel=True),   # as `fasterquant onnx --mode int8`: int8 weights, uint8 activations
          'u8s8-per-tensor': dict(weight_type='int8', activation_type='uint8', per_channel=False),
-         'w4a8': dict(weight_type='int4', activation_type='int8', per_channel=True)}
+         'w4a8': dict(weight_type='int4', activation_type='uint8', per_channel=True)}
 WEIGHT_OPS = ('Conv', 'MatMul', 'Gemm')
 
 def int_weight_share(path, ref:onnx.ModelProto) -> float:
@@ -228,7 +228,7 @@ def main():
         diag = []
         convs = [n.name for n in sens.model.graph.node if n.op_type == 'Conv']
         with _quiet(): s_all = OnnxSensitivity(rec, calib, ranges=None, op_types_to_quantize=ort_op_types(), **kw)
-        st = s_all.settings(); st.float_inputs = False   # ORT's own placement: float nodes read the quantized copies
+        st = s_all.settings(); st.float_inputs = 'none'   # ORT's own placement: float nodes read the quantized copies
         raw = qdq_model(s_all.model, s_all.ranges, st, nodes_to_exclude=convs); onnx.save(raw, str(tmp/'diag.onnx'))
         diag.append(measure(tmp/'diag.onnx', f'all op types, {len(convs)} Conv in float, ORT placement'))
         float_reads_float(raw, quantized_nodes(s_all.model, s_all.op_types, None, convs), s_all.model); onnx.save(raw, str(tmp/'diag.onnx'))
