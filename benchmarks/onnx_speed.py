@@ -39,11 +39,14 @@ WEIGHT_OPS = tuple(default_op_types())
 INT_KERNELS = ('QLinearConv', 'QLinearMatMul', 'QGemm', 'MatMulIntegerToFloat', 'DynamicQuantizeMatMul', 'MatMulInteger', 'ConvInteger')
 
 def unwidened(m:onnx.ModelProto) -> onnx.ModelProto:
-    "`m` with the `Cast`s that widen its 4-bit weights removed: each `DequantizeLinear` reads the 4-bit integers again (what ORT's quantizer writes)."
+    "`m` with the `Cast`s that widen its 4-bit weights removed: each `DequantizeLinear` that reads a widened weight reads the 4-bit integers again, its zero point too (what ORT's quantizer writes); a weight sliced after its `Cast` (dead taps) stays widened."
     inits = {t.name for t in m.graph.initializer}
     casts = {n.output[0]: n.input[0] for n in m.graph.node if n.op_type == 'Cast' and n.input[0] in inits}
-    for n in m.graph.node: n.input[:] = [casts.get(i, i) for i in n.input]
-    keep = [n for n in m.graph.node if not (n.op_type == 'Cast' and n.output[0] in casts)]
+    for n in m.graph.node:
+        if n.op_type == 'DequantizeLinear' and n.input[0] in casts:
+            n.input[:] = [casts.get(x, x) if k in (0, 2) else x for k, x in enumerate(n.input)]
+    read = {x for n in m.graph.node for x in n.input}
+    keep = [n for n in m.graph.node if not (n.op_type == 'Cast' and n.output[0] in casts and n.output[0] not in read)]
     del m.graph.node[:]; m.graph.node.extend(keep)
     return m
 
