@@ -10,8 +10,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MODES', 'CLIError', 'load_onnx', 'load_calib', 'load_labels', 'check_args', 'parse_blocks', 'metric_label',
-           'sensitivity', 'format_scores', 'print_scores', 'agreement', 'time_vs_float', 'cmd_score', 'cmd_onnx',
-           'cmd_demo', 'get_parser', 'main']
+           'sensitivity', 'format_scores', 'print_scores', 'agreement', 'time_vs_float', 'speed_note', 'cmd_score',
+           'cmd_onnx', 'cmd_demo', 'get_parser', 'main']
 
 # %% ../../nbs/cli/00_cli.ipynb #98270ce8
 class CLIError(Exception):
@@ -265,6 +265,20 @@ def time_vs_float(files:dict, # row name -> an ONNX file; 'float' is the float m
     lat = ort_latency(files, feed, runs=runs, rounds=5, warmup=2)
     return {k: v / lat['float'] for k, v in lat.items()}
 
+# %% ../../nbs/cli/00_cli.ipynb #2941a759
+def _mb(n): return f"{n/1e6:.3f} MB"
+
+def speed_note(times:dict, # row name -> time vs float (`time_vs_float`)
+               sizes:dict, # row name -> file size in bytes ('float' included)
+               name:str) -> str: # the row of the written file
+    "A line for the summary when the file `name` is not faster than the float model, saying what it buys instead; None when it is faster."
+    t = times.get(name)
+    if t is None or t < 1.0: return None
+    buys = f"it buys size ({_mb(sizes[name])} vs {_mb(sizes['float'])}), not speed" if sizes[name] < sizes['float'] else "it is neither faster nor smaller"
+    return (f"note: on this machine {name.split(' -> ')[-1]} runs at {t:.2f}x the float model's time: {buys}; "
+            "ONNX Runtime's integer kernels do not beat its float ones on every model (small convolutions often run faster in float): keep the float model where speed is what counts")
+
+
 # %% ../../nbs/cli/00_cli.ipynb #fa1753ff
 def _write(text:str, path=None):
     "Print `text`, or write it to `path` atomically."
@@ -280,8 +294,6 @@ def cmd_score(args):
     _, res = sensitivity(args, model)
     _write(format_scores(res, args.format, str(args.model)), args.output)
     return 0
-
-def _mb(n): return f"{n/1e6:.3f} MB"
 
 def cmd_onnx(args):
     "`fasterquant onnx`: score every node, choose what stays in float, quantize with ONNX Runtime, report agreement and size."
@@ -332,13 +344,15 @@ def cmd_onnx(args):
         labels = getattr(args, 'label_values', None)
         base = dict(distance=0.0, top1=1.0 if any(output_kinds(sens.model, sens.reference)) else None)
         if labels is not None: base['accuracy'] = _accuracy(np.concatenate([np.asarray(b[0]) for b in sens.reference]), labels)  # the float outputs are at hand
-        rows, files = [('float', Path(args.model).stat().st_size, base)], {'float': Path(args.model)}
+        from fasterquant.onnx.graph import model_files
+        def fsize(p): return sum(f.stat().st_size for f in model_files(p) if f.exists())   # a model's size with its external data
+        rows, files = [('float', fsize(args.model), base)], {'float': Path(args.model)}
         import tempfile
         with tempfile.TemporaryDirectory(prefix='fq.cli.') as d:
             if args.compare:
                 allq = sens.quantize(Path(d)/'all.onnx', compact=args.compact)
-                rows.append(('all nodes quantized', allq.stat().st_size, agreement(sens, allq, labels))); files[rows[-1][0]] = allq
-            rows.append((f"{len(excluded)} nodes in float -> {out.name}", out.stat().st_size, agreement(sens, out, labels))); files[rows[-1][0]] = out
+                rows.append(('all nodes quantized', fsize(allq), agreement(sens, allq, labels))); files[rows[-1][0]] = allq
+            rows.append((f"{len(excluded)} nodes in float -> {out.name}", fsize(out), agreement(sens, out, labels))); files[rows[-1][0]] = out
             times = time_vs_float(files, sens.feeds[0]) if args.time else {}
     n = sum(len(next(iter(f.values()))) for f in sens.feeds)
     print(f"\n{args.mode} quantization (ONNX Runtime QDQ), compared with the float model on the {n} calibration samples:")
@@ -354,6 +368,7 @@ def cmd_onnx(args):
         t = f"  {times[name]:>12.2f}x" if times else ''
         print(f"{name.ljust(w0)}  {_mb(size):>10}  {a['distance']:>14.4g}  {top1:>15}{acc}{t}")
     if times: print(f"(time: median of interleaved runs on one batch of {len(next(iter(sens.feeds[0].values())))} calibration samples, this machine, ONNX Runtime's default session options; --no-time skips it)")
+    if note := speed_note(times, {name: size for name, size, _ in rows}, rows[-1][0]): print(note)
     if chain:
         kinds = ', '.join(f"{k} {v}" for k, v in collections.Counter(n.op_type for n in sens.model.graph.node if n.name in set(chain)).most_common())
         print(f"quantized with the weight ops: {len(chain)} chain nodes ({kinds}), so ONNX Runtime's integer kernels run on between them (--no-chains keeps them in float)")
