@@ -107,7 +107,7 @@ def _relu6_shift(t:str, x:str, prod:dict, inits:dict) -> list:
     c = prod.get(t)
     if c is None or c.op_type != 'Clip' or len(c.input) < 3 or (_scalar(inits, c.input[1]), _scalar(inits, c.input[2])) != (0.0, 6.0): return None
     a = prod.get(c.input[0])
-    if a is None or a.op_type != 'Add' or sorted(a.input, key=lambda i: i != x) != [x, a.input[1] if a.input[0] == x else a.input[0]]: return None
+    if a is None or a.op_type != 'Add' or x not in a.input: return None
     return [a, c] if _scalar(inits, a.input[1] if a.input[0] == x else a.input[0]) == 3.0 else None
 
 def hardswish_matches(model:onnx.ModelProto) -> list:
@@ -123,10 +123,9 @@ def hardswish_matches(model:onnx.ModelProto) -> list:
         if last.op_type == 'Mul':   # x * (clip / 6)
             cands += [(last.input[i], [d], s) for i in (0, 1) if (d := prod.get(last.input[1 - i])) is not None and (s := _sixth(d, inits)) is not None]
         for x, mid, clipped in cands:
-            head = _relu6_shift(clipped, x, prod, inits)
-            nodes = (head or []) + mid + [last]
-            inner_outs = [n.output[0] for n in nodes[:-1]]
-            if head and not any(id(n) in used for n in nodes) and all(len(rd.get(t, ())) == 1 and t not in outs for t in inner_outs):
+            if (head := _relu6_shift(clipped, x, prod, inits)) is None: continue
+            nodes = head + mid + [last]
+            if not any(id(n) in used for n in nodes) and all(len(rd.get(n.output[0], ())) == 1 and n.output[0] not in outs for n in nodes[:-1]):
                 found.append((x, nodes, last)); used |= {id(n) for n in nodes}; break
     return found
 

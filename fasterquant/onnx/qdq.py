@@ -9,14 +9,13 @@ from pathlib import Path
 import onnx
 from onnxruntime.quantization.calibrate import TensorsData
 from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
-from onnxruntime.quantization.quant_utils import QuantType
 from fastcore.basics import store_attr
 from ..core.utils import atomic_path, check_output
 from .runtime import ort_session
 from .graph import read_onnx, save_onnx, producers, consumers, drop_unread, onnx_opset, quiet_ort
 from .ops import op_spec, chain_op_types, weight_op_types, default_op_types, float_output
 from .feeds import onnx_inputs, calibrate_onnx
-from .grids import get_quant_type, onnx_criteria, weight_overrides, with_overrides, OUTPUT_GRID
+from .grids import get_quant_type, onnx_dtype, onnx_criteria, weight_overrides, with_overrides, OUTPUT_GRID
 from .prepare import prepare_onnx, needed_opset
 from .compact import drop_dead_taps, compact_onnx
 from .export import widened
@@ -199,24 +198,26 @@ PROPAGATES = ('Reshape', 'Transpose', 'Squeeze', 'Unsqueeze', 'MaxPool')   # ONN
 
 def propagate_dq(model:onnx.ModelProto) -> int: # a QDQ model (changed in place)
     "After each op in `PROPAGATES` that reads an activation's `DequantizeLinear` and is read by float nodes, write a `QuantizeLinear -> DequantizeLinear` pair on the same grid, as ONNX Runtime's propagation does at load; returns how many pairs."
-    g, made = model.graph, 0
-    while True:
-        inits, prod, rd, outs = {i.name for i in g.initializer}, producers(g), consumers(g), {o.name for o in g.output}
-        for d in g.node:
-            if d.op_type != 'DequantizeLinear' or d.input[0] in inits: continue
-            n = next((n for n in rd.get(d.output[0], ()) if n.op_type in PROPAGATES and n.input[0] == d.output[0] and len([o for o in n.output if o]) == 1
-                      and n.output[0] not in outs and rd.get(n.output[0]) and not all(r.op_type == 'QuantizeLinear' for r in rd[n.output[0]])), None)
-            if n is None: continue
+    g = model.graph
+    inits, rd, outs = {i.name for i in g.initializer}, consumers(g), {o.name for o in g.output}
+    todo, after = [d for d in g.node if d.op_type == 'DequantizeLinear' and d.input[0] not in inits], {}   # after: id(node) -> the pair written after it
+    while todo:
+        d = todo.pop()
+        for n in list(rd.get(d.output[0], ())):
+            if n.op_type not in PROPAGATES or n.input[0] != d.output[0] or len([o for o in n.output if o]) != 1: continue
             t = n.output[0]
+            readers = rd.get(t, [])
+            if t in outs or not readers or all(r.op_type == 'QuantizeLinear' for r in readers): continue
             qv, dv = t + '_fq_pq', t + '_fq_pdq'
             q = onnx.helper.make_node('QuantizeLinear', [t, *d.input[1:]], [qv], t + '_fq_pq', **{a.name: onnx.helper.get_attribute_value(a) for a in d.attribute if a.name in ('axis', 'block_size')})
             dq = copy.deepcopy(d); dq.input[0], dq.output[0], dq.name = qv, dv, t + '_fq_pdq'
-            for r in rd[t]: r.input[:] = [dv if i == t else i for i in r.input]
-            nodes = list(g.node); at = nodes.index(n) + 1
-            nodes[at:at] = [q, dq]
-            del g.node[:]; g.node.extend(nodes); made += 1
-            break
-        else: return made
+            for r in readers: r.input[:] = [dv if i == t else i for i in r.input]
+            rd[t], rd[qv], rd[dv] = [q], [dq], readers
+            after[id(n)] = [q, dq]; todo.append(dq)   # the copy may go on past the next op
+    if after:
+        nodes = [m for n in g.node for m in (n, *after.get(id(n), ()))]
+        del g.node[:]; g.node.extend(nodes)
+    return len(after)
 
 
 # %% ../../nbs/onnx/06_qdq.ipynb #5d417fe1
@@ -263,11 +264,12 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
                      list(ops), with_overrides(s.extra_options, s.weight_grids, model))
     with quiet_ort(): q.quantize_model(); q.model.topological_sort()  # as quantize_static does before saving
     out = q.model.model
-    eight = s.activation_type in (QuantType.QUInt8, QuantType.QInt8)   # ONNX Runtime's integer kernels take 8-bit activations only: with others there is no kernel to keep, and 'free' reads float everywhere ('all')
+    adt = onnx_dtype(s.activation_type)
+    eight = adt is not None and adt.bits == 8   # ONNX Runtime's integer kernels take 8-bit activations only: with others there is no kernel to keep, and 'free' reads float everywhere ('all')
     if s.float_inputs != 'none': float_reads_float(out, quantized, src, keep_kernels=s.float_inputs == 'free' and eight)
     if rounding is not None: set_weights(out, rounding[1])   # a weight op left in float reads its float weight, not the learned one
     widen_4bit(out)   # W4A8 runs on ONNX Runtime's 8-bit integer kernels: measured as it is written
-    if s.activation_type == QuantType.QInt8: propagate_dq(out)   # int8 activations: ORT's own propagation would write a file it cannot load
+    if eight and adt.signed: propagate_dq(out)   # int8 activations: ORT's own propagation would write a file it cannot load
     return out
 
 # %% ../../nbs/onnx/06_qdq.ipynb #6a5c22fd
