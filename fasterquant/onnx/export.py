@@ -20,10 +20,12 @@ from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
 from .graph import node_attr, set_attr, constants_to_initializers, producers
 from .compact import compact_export, compact_onnx, drop_dead_taps
+from .decoder import is_causal_lm, DecoderWithCache
 
 # %% auto #0
-__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'gather_bq', 'ExportState', 'export_state', 'widened',
-           'to_qdq', 'export_quantizer', 'dequantized_weights', 'ExportReport', 'export_report']
+__all__ = ['META_KEY', 'required_opset', 'export_float_onnx', 'weight_dq', 'gather_bq', 'tied_table', 'ExportState',
+           'export_state', 'widened', 'to_qdq', 'export_quantizer', 'dequantized_weights', 'ExportReport',
+           'export_report']
 
 # %% ../../nbs/onnx/09_export.ipynb #37a99fbd
 def required_opset(specs:dict, # layer name -> `QuantSpec`
@@ -68,10 +70,15 @@ def export_float_onnx(model:nn.Module, # the model (exported in eval mode, then 
                       dynamic_batch:bool=True, # keep dim 0 of inputs and outputs dynamic
                       input_names=None, # default 'input' (or 'input_0', ...; a dict sample: its keys)
                       output_names=None, # default 'output' (or 'output_0', ...; a dict output such as a `ModelOutput`: its keys)
-                      dynamic_sequence:bool=None): # keep dim 1 dynamic where it is the token length (default: when an input is a [batch, tokens] integer tensor)
-    "The ONNX graph of `model` as it runs, weights under their parameter names (BatchNorm as its own node, activation points as QDQ pairs)."
+                      dynamic_sequence:bool=None, # keep dim 1 dynamic where it is the token length (default: when an input is a [batch, tokens] integer tensor)
+                      kv_cache:bool=None): # a causal LM as a decoder with past key/value inputs and present outputs (`DecoderWithCache`); None: when `is_causal_lm(model, sample)`
+    "The ONNX graph of `model` as it runs, weights under their parameter names (BatchNorm as its own node, activation points as QDQ pairs; a causal LM with its key/value cache)."
     if isinstance(opset, bool) or not isinstance(opset, int) or not 13 <= opset <= onnx.defs.onnx_opset_version():
         raise ValueError(f"opset must be an integer from 13 to {onnx.defs.onnx_opset_version()} (QDQ with per-channel scales needs 13), got {opset!r}")
+    kv = is_causal_lm(model, sample) if kv_cache is None else kv_cache
+    if kv and not is_causal_lm(model, sample):
+        raise ValueError("kv_cache=True needs a transformers causal LM (one that can generate) and a dict sample with input_ids, e.g. a tokenizer's output")
+    if kv: return _export_decoder(model, sample, path, opset, dynamic_batch)
     by_name = isinstance(sample, Mapping)
     if by_name:
         sample = {k: v for k, v in sample.items() if v is not None}
@@ -103,12 +110,31 @@ def export_float_onnx(model:nn.Module, # the model (exported in eval mode, then 
             torch.onnx.export(wrap if wrap is not None else model, inp, f, dynamo=False, opset_version=min(opset, _TS_MAX_OPSET),
                               do_constant_folding=False, input_names=input_names, output_names=output_names, dynamic_axes=dyn)
     finally: model.train(training)
+    return _finish(f, wrap is not None, opset, path)
+
+def _finish(f, wrapped:bool, opset:int, path):
+    "The traced graph from buffer `f`: parameter names unprefixed, converted to `opset`, written to `path` (atomically) if given."
     proto = onnx.load_from_string(f.getvalue())
-    if wrap is not None: _strip_prefix(proto, 'm.')
+    if wrapped: _strip_prefix(proto, 'm.')
     if opset > _TS_MAX_OPSET: proto = onnx.version_converter.convert_version(proto, opset)
     if path is not None:
         with atomic_path(path) as tmp: onnx.save(proto, tmp)
     return proto
+
+def _export_decoder(model, sample, path, opset:int, dynamic_batch:bool):
+    "`export_float_onnx` of a causal LM: `DecoderWithCache`'s graph, traced on the sample's own cache as the past."
+    wrap, training = DecoderWithCache(model).eval(), model.training
+    model.eval()
+    try:
+        sample = to_device({k: v for k, v in sample.items() if v is not None}, model_device(model))
+        inp, ins, outs, dyn = wrap.trace_inputs(sample, dynamic_batch)
+        f = io.BytesIO()
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter('ignore')
+            torch.onnx.export(wrap, inp, f, dynamo=False, opset_version=min(opset, _TS_MAX_OPSET), do_constant_folding=False,
+                              input_names=ins, output_names=outs, dynamic_axes=dyn)
+    finally: model.train(training)
+    return _finish(f, True, opset, path)
 
 # %% ../../nbs/onnx/09_export.ipynb #8f319c8a
 class _Index:
@@ -210,6 +236,23 @@ def gather_bq(name:str, # value name prefix for the new initializers
                             domain='com.microsoft', gather_axis=0, quantize_axis=1, block_size=bs, bits=bits)
     return inits, node
 
+def tied_table(name:str, # value name prefix for the new initializers
+               spec:QuantSpec) -> tuple: # the table's exact integers and scales ([rows, dim]: rows looked up, and the output projection's weight)
+    "`(initializers, Reshape, GatherBlockQuantized, MatMulNBits)` storing a table read both by `Gather` and by a `MatMul` (a tied `lm_head`) once; None where the format does not fit."
+    gb = gather_bq(name, spec, f"{name}.rows", 'ids')
+    if gb is None: return None
+    inits, gnode = gb
+    rows, dim = spec.q.shape
+    bs, bits = node_attr(gnode, 'block_size'), node_attr(gnode, 'bits')
+    if dim % bs: return None   # MatMulNBits stores whole blocks
+    u = numpy_helper.to_array(inits[0]).reshape(rows, dim // bs, bs * bits // 8)   # MatMulNBits' layout of the same bytes: [N, blocks, block bytes]
+    inits = [numpy_helper.from_array(u, inits[0].name), *inits[1:], numpy_helper.from_array(np.array([rows, dim * bits // 8], np.int64), f"{name}.weight_rows_shape")]
+    reshape = helper.make_node('Reshape', [inits[0].name, inits[3].name], [f"{name}.weight_rows"], name=f"{name}.weight_rows_Reshape")
+    gnode.input[0] = reshape.output[0]
+    mnode = helper.make_node('MatMulNBits', ['x', inits[0].name, inits[1].name, inits[2].name], ['y'], name=f"{name}.MatMulNBits",
+                             domain='com.microsoft', K=dim, N=rows, bits=bits, block_size=bs)
+    return inits, reshape, gnode, mnode
+
 # %% ../../nbs/onnx/09_export.ipynb #b3a7c6a0
 META_KEY = 'fasterquant'
 
@@ -265,6 +308,19 @@ def widened(inits:list, # a weight's initializers (from `weight_dq`)
         node.input[j] = f"{v}8"
     return casts
 
+def _tied_readers(ix, nodes, value, dq_in):
+    "`(Gather nodes, [(Transpose, MatMul)])` when `value` is read only by row lookups and, through a `Transpose`, as the weight of float-input `MatMul`s (a tied `lm_head`); else None."
+    gs, mms = [], []
+    for i in ix.consumers.get(value, []):
+        n = nodes[i]
+        if n.op_type == 'Gather' and n.input[0] == value and node_attr(n, 'axis', 0) == 0: gs.append(i); continue
+        if not _transpose_2d(n) or n.output[0] in ix.outputs: return None
+        for j in ix.consumers.get(n.output[0], []):
+            m = nodes[j]
+            if m.op_type != 'MatMul' or m.input[1] != n.output[0] or m.input[0] == n.output[0] or dq_in(m.input[0]): return None
+            mms.append((i, j))
+    return (gs, mms) if gs and mms else None
+
 def _through_pads(ix, nodes, value):
     "The value a `Pad` or `Identity` chain ending at `value` starts from (a convolution's input behind its explicit padding)."
     while value in ix.producer and nodes[ix.producer[value]].op_type in ('Pad', 'Identity'): value = nodes[ix.producer[value]].input[0]
@@ -294,12 +350,30 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
         if value in seen:   # layers sharing one weight share its DequantizeLinear
             owner = seen[value]
             if not torch.equal(st.specs[owner].q, sp.q): raise ValueError(f"layers {owner!r} and {name!r} share one weight but hold different integers")
-            weights[name] = weights[owner]; continue
+            if owner in gathers: gathers[name] = gathers[owner]
+            else: weights[name] = weights[owner]
+            continue
         seen[value] = name
         out, cons = value, ix.consumers.get(value, [])
         gb = (quantized_gather and isinstance(st.layers[name], nn.Embedding) and not transposed and cons and value not in ix.outputs
               and all(nodes[i].op_type == 'Gather' and nodes[i].input[0] == value and node_attr(nodes[i], 'axis', 0) == 0 for i in cons)
               and gather_bq(name, sp, nodes[cons[0]].output[0], nodes[cons[0]].input[1]))
+        tied = (quantized_gather and not transposed and value not in ix.outputs and name not in st.act_quants and _tied_readers(ix, nodes, value, dq_in))
+        tt = tied and tied_table(name, sp)
+        if tt:   # a table looked up and multiplied by (a tied lm_head): stored once, read by GatherBlockQuantized and MatMulNBits
+            inits, reshape, gnode, mnode = tt
+            gs, mms = tied
+            for k, i in enumerate(gs):
+                nk = copy.deepcopy(gnode); nk.input[1], nk.output[0] = nodes[i].input[1], nodes[i].output[0]
+                if k: nk.name = f"{gnode.name}_{k}"
+                swap[i] = nk
+            for k, (t, i) in enumerate(mms):
+                nk = copy.deepcopy(mnode); nk.input[0], nk.output[0] = nodes[i].input[0], nodes[i].output[0]
+                if k: nk.name = f"{mnode.name}_{k}"
+                swap[i] = nk; drop.add(t)
+            if value in ix.producer: drop.add(ix.producer[value])
+            new_inits += inits; dq_nodes.append(reshape); gathers[name] = nodes[gs[0]].output[0]
+            continue
         if gb:   # rows gathered from the integer table, only they dequantized
             inits, node = gb
             for k, i in enumerate(cons):
@@ -383,7 +457,8 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
                      check_runtime:bool=True, # fail early if onnxruntime is too old for INT4
                      compact:bool=True, # the compact file (see `to_qdq`)
                      int8_weights:str='auto', # 'int8', 'uint8' (+128, zero point 128: exact where int8 products saturate), or 'auto': 'uint8' for W8A8 when this machine's ORT saturates (`ort_int8_saturates`)
-                     quantized_gather:bool=True) -> Path: # embedding tables as ONNX Runtime's `GatherBlockQuantized` where the format fits (False: standard `DequantizeLinear` → `Gather`)
+                     quantized_gather:bool=True, # embedding tables as ONNX Runtime's `GatherBlockQuantized` where the format fits (False: standard `DequantizeLinear` → `Gather`)
+                     kv_cache:bool=None) -> Path: # a causal LM as a decoder with past key/value inputs and present outputs; None: when `is_causal_lm(q.model, sample)`
     "Write a QDQ ONNX model whose weights are exactly `q`'s integers and scales; returns the path."
     if not isinstance(q, Quantizer): raise TypeError(f"expected a Quantizer, got {type(q).__name__}")
     if int8_weights not in ('auto', 'int8', 'uint8'): raise ValueError(f"int8_weights must be 'auto', 'int8' or 'uint8', got {int8_weights!r}")
@@ -401,7 +476,7 @@ def export_quantizer(q:Quantizer, # holds the exact `specs` (and activation grid
     if check_runtime and any(sp.dtype.container_bits == 4 for sp in q.specs.values()): check_ort_int4()
     path = Path(path)
     with atomic_path(path) as tmp:
-        traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names, dynamic_sequence)
+        traced = export_float_onnx(q.model, sample, None, opset, dynamic_batch, input_names, output_names, dynamic_sequence, kv_cache)
         u8 = int8_weights == 'uint8' or (int8_weights == 'auto' and bool(q.act_quants) and ort_int8_saturates())
         proto = to_qdq(traced, export_state(q), opset, compact, unsigned8=u8, quantized_gather=quantized_gather)
         meta = json.loads({p.key: p.value for p in proto.metadata_props}[META_KEY])
@@ -445,6 +520,8 @@ def _stored_tensors(proto) -> dict:
     t = {i.name: i for i in proto.graph.initializer}
     for n in proto.graph.node:   # (graph order: producers first)
         if n.op_type in ('Cast', 'Slice') and n.input[0] in t: t[n.output[0]] = t[n.input[0]]   # 4-bit weights widened, live taps sliced, packs widened
+        elif n.op_type == 'Reshape' and n.input[0] in t and n.input[1] in t:   # a tied table's rows (see `tied_table`)
+            t[n.output[0]] = numpy_helper.from_array(numpy_helper.to_array(t[n.input[0]]).reshape(numpy_helper.to_array(t[n.input[1]])), n.output[0])
         elif n.op_type == 'Split' and len(n.input) > 1 and n.input[0] in t and n.input[1] in t and len(t[n.input[0]].dims) == 1:
             a, lens = numpy_helper.to_array(t[n.input[0]]), numpy_helper.to_array(t[n.input[1]])
             t.update({v: numpy_helper.from_array(a[e - k:e], v) for v, e, k in zip(n.output, np.cumsum(lens), lens)})

@@ -11,7 +11,7 @@ from fastcore.basics import store_attr
 from ..core.calib import calib_batches, token_rows
 from ..core.utils import run_model, model_device
 from .layerwise import ReconJob, ROW_LAYERS, live_columns, spread_columns
-from .engine import lookup_layers, engine_run, weight_twin, warn_uncalled, _capture, _cache, _engine_error, _first_tensor, _check_finite
+from .engine import lookup_layers, engine_run, weight_twin, warn_uncalled, LayerStreams, chained_stages, _cache, _engine_error, _first_tensor, _check_finite
 
 # %% auto #0
 __all__ = ['auto_blocks', 'BlockJob', 'TokenBlockJob', 'run_blockwise']
@@ -160,6 +160,7 @@ def run_blockwise(quantizer, # its `specs` are the layers to refine
     units, split, uncalled = _block_units(quantizer, blocks, batches[0])
     gen = torch.Generator().manual_seed(seed)
     float_w = {f"{n}.weight": quantizer.float_weight(n) for n in quantizer.specs}
+    streams = LayerStreams(model, batches, float_w, chained_stages(model, [n for _, _, ls in units for n in ls], batches[0]))   # a decoder stack: each block run from its own stage
     with engine_run([u for u, _, _ in units], progress, 'blocks', num_threads, model) as run:
         seen = []
         for u, m, ls in units:
@@ -170,7 +171,7 @@ def run_blockwise(quantizer, # its `specs` are the layers to refine
             if not own:
                 quantizer.set_specs({n: quantizer.specs[t] for n, t in twins.items()}); run.step(); continue
             with torch.no_grad():
-                cs, ys = _capture(model, m, batches, call=True), _capture(model, m, batches, output=True, weights=float_w)
+                cs, ys = streams.capture(u, m, call=True), streams.capture(u, m, output=True)
             _check_finite(u, m, [a[0] for a, _ in cs], ys, 'layer' if ls == [u] else 'block')
             rel = {(n[len(u) + 1:] if n != u else ''): (n, quantizer.specs[n], quantizer.float_weight(n)) for n in own}
             plain = all(len(a) == 1 and not k for a, k in cs) and len({tuple(a[0].shape[1:]) for a, _ in cs}) == 1 and all(m_ is None for m_ in masks)

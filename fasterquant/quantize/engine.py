@@ -17,8 +17,8 @@ from ..core.utils import run_model, model_device, LeafTracer
 from .layerwise import LayerJob
 
 # %% auto #0
-__all__ = ['ENGINE_DEFAULTS', 'LOOKUP_LAYERS', 'post_chain', 'LayerwiseError', 'weight_twin', 'warn_uncalled', 'lookup_layers',
-           'run_layerwise', 'EngineRun', 'engine_run']
+__all__ = ['ENGINE_DEFAULTS', 'LOOKUP_LAYERS', 'post_chain', 'LayerwiseError', 'Call', 'chained_stages', 'LayerStreams',
+           'weight_twin', 'warn_uncalled', 'lookup_layers', 'run_layerwise', 'EngineRun', 'engine_run']
 
 # %% ../../nbs/quantize/08a_engine.ipynb #d8b9b5dc
 _PASS_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d)
@@ -219,10 +219,18 @@ def _walk_fx(quantizer, graph, batches, learn, act=True):
 # %% ../../nbs/quantize/08a_engine.ipynb #4209cd41
 class _Stop(Exception): pass
 
+class Call:
+    "One captured call of a module: its positional `args` and keyword `kwargs` (the first argument: the tensor the module transforms)."
+    def __init__(self, args, kwargs=None): self.args, self.kwargs = tuple(args), dict(kwargs or {})
+    def with_first(self, x): return Call((x,) + self.args[1:], self.kwargs)
+    def __iter__(self): return iter((self.args, self.kwargs))   # `args, kwargs = call`
+
 def _forward(model, inp, weights=None):
-    if weights is None: return run_model(model, inp)
-    if isinstance(inp, dict): return functional_call(model, weights, (), inp)
-    return functional_call(model, weights, inp if isinstance(inp, tuple) else (inp,))
+    "Run `model` on one input (a tensor, tuple, dict or `Call`), with `weights` (name -> tensor) in place of its own where given."
+    if isinstance(inp, Call): args, kwargs = inp.args, inp.kwargs
+    elif isinstance(inp, dict): args, kwargs = (), inp
+    else: args, kwargs = (inp if isinstance(inp, tuple) else (inp,)), {}
+    return model(*args, **kwargs) if weights is None else functional_call(model, weights, args, kwargs)
 
 def _first_tensor(out):
     "A module's output, or the first tensor of a tuple/list output (a transformer layer's hidden states)."
@@ -236,11 +244,11 @@ def _detach(v):
     return v
 
 def _capture(model, layer, batches, output=False, weights=None, call=False) -> list:
-    "Per batch, the input (or output; or with `call` the whole `(args, kwargs)`) of `layer`'s first call, running `model` only up to there."
+    "Per batch, the input (or output; or with `call` the whole `Call`) of `layer`'s first call, running `model` only up to there."
     got = []
     def grab(m, args, *rest):
         if output: got.append(_detach(_first_tensor(rest[-1])))
-        else: got.append((_detach(tuple(args)), _detach(dict(rest[0]))) if call else args[0].detach())
+        else: got.append(Call(_detach(tuple(args)), _detach(dict(rest[0]))) if call else args[0].detach())
         raise _Stop
     h = layer.register_forward_hook(grab) if output else layer.register_forward_pre_hook(grab, with_kwargs=call)
     try:
@@ -250,8 +258,97 @@ def _capture(model, layer, batches, output=False, weights=None, call=False) -> l
     finally: h.remove()
     return got
 
-def _walk_hooks(quantizer, batches, learn):
-    "The fallback: layers in the order of a first forward pass, each captured by running the model up to it."
+
+# %% ../../nbs/quantize/08a_engine.ipynb #7a1c0de2
+_PLAIN = (type(None), bool, int, float, str, torch.dtype, torch.device)
+
+def _same(a, b) -> bool:
+    "Whether two captured arguments are the same: tensors the very object, tuples alike item by item, plain values equal (anything else, a list or a cache object that a rerun could change: no)."
+    if isinstance(a, Tensor): return a is b
+    if isinstance(a, tuple): return isinstance(b, tuple) and len(a) == len(b) and all(map(_same, a, b))
+    return isinstance(a, _PLAIN) and type(a) is type(b) and a == b
+
+def _same_call(a:Call, b:Call, first:bool=True) -> bool:
+    "Whether two calls take the same arguments (with `first=False`, all but the first positional one)."
+    s = 0 if first else 1
+    return a.kwargs.keys() == b.kwargs.keys() and _same(a.args[s:], b.args[s:]) and all(_same(a.kwargs[k], b.kwargs[k]) for k in a.kwargs)
+
+def _chained(model, kids:list, batch) -> bool:
+    "Whether `kids` run as a chain on `batch`: each called once, reading the previous one's output first and the same other arguments."
+    seen, hs = {}, []
+    def pre(m, args, kwargs, i): seen.setdefault(i, []).append([Call(args, kwargs), None])
+    def post(m, args, kwargs, out, i): seen[i][-1][1] = _first_tensor(out)
+    for i, k in enumerate(kids):
+        hs += [k.register_forward_pre_hook(lambda m, a, kw, i=i: pre(m, a, kw, i), with_kwargs=True),
+               k.register_forward_hook(lambda m, a, kw, o, i=i: post(m, a, kw, o, i), with_kwargs=True)]
+    try:
+        with torch.no_grad(): _forward(model, batch)
+    finally:
+        for h in hs: h.remove()
+    if any(len(seen.get(i, [])) != 1 for i in range(len(kids))): return False
+    calls = [seen[i][0] for i in range(len(kids))]
+    first = calls[0][0]
+    if not first.args or not isinstance(first.args[0], Tensor) or not _same_call(first, first): return False   # tensors and plain values only
+    return all(c.args and c.args[0] is out_prev and _same_call(c, first, first=False) for (c, _), (_, out_prev) in zip(calls[1:], calls))
+
+def chained_stages(model:nn.Module, # the model
+                   names, # the layers to walk
+                   batch) -> list: # one calibration batch, to check the chain on
+    "Module names of the stages of the model's chained stack (the children of an `nn.ModuleList` that holds the most of `names`, called as a chain), or [] if it has none."
+    names, cands = list(names), []
+    for ln, lst in model.named_modules():
+        if not isinstance(lst, nn.ModuleList) or len(lst) < 2: continue
+        kids = [f"{ln}.{i}" if ln else str(i) for i in range(len(lst))]
+        held = [sum(n == k or n.startswith(k + '.') for n in names) for k in kids]
+        if all(held): cands.append((sum(held), kids, list(lst)))
+    for _, kids, mods in sorted(cands, key=lambda c: -c[0]):
+        if _chained(model, mods, batch): return kids
+    return []
+
+def _in(name:str, scope:str) -> bool: return name == scope or name.startswith(scope + '.')
+
+class LayerStreams:
+    "The quantized and the float network's inputs, captured for any module: from its stage's held calls when it lies in a chained stack (`chained_stages`), from the model's input otherwise."
+    def __init__(self,
+                 model:nn.Module, # the model, its weights the quantized ones written so far
+                 batches:list, # the calibration batches
+                 float_w:dict, # parameter name -> float weight: the float stream
+                 stages:list=()): # the chained stages, in order (`chained_stages`)
+        self.model, self.batches, self.float_w, self.stages = model, batches, float_w, list(stages)
+        self.k, self.q, self.f = None, None, None   # the stage whose calls are held, per batch in each stream
+    def stage_of(self, name:str):
+        "The index of the stage module `name` lies in, or None."
+        return next((i for i, s in enumerate(self.stages) if _in(name, s)), None)
+    def _weights(self, scope:str) -> dict:
+        "The float weights of `scope`'s parameters, named relative to it."
+        return {k[len(scope) + 1:]: w for k, w in self.float_w.items() if k.startswith(scope + '.')}
+    def _hold(self, k:int):
+        "Hold stage `k`'s calls: carried from the held stage when it comes before, captured from the model otherwise."
+        mod = lambda i: self.model.get_submodule(self.stages[i])
+        if self.k is None or k < self.k:
+            self.q = _capture(self.model, mod(k), self.batches, call=True)
+            self.f = _capture(self.model, mod(k), self.batches, call=True, weights=self.float_w)
+            self.k = k
+        while self.k < k:   # every layer of the held stage is final: both streams move one stage on
+            m, w = mod(self.k), self._weights(self.stages[self.k])
+            self.q = [c.with_first(_detach(_first_tensor(_forward(m, c)))) for c in self.q]
+            self.f = [c.with_first(_detach(_first_tensor(_forward(m, c, w)))) for c in self.f]
+            self.k += 1
+    def capture(self,
+                name:str, # the module's name in the model
+                module:nn.Module, # the module
+                output:bool=False, # its float output (the float stream) instead of its input in the quantized stream
+                call:bool=False) -> list: # its whole `Call` instead of its first input
+        "Per batch, `module`'s input in the quantized network (or its output in the float one), running only its stage where it has one."
+        k = self.stage_of(name)
+        if k is None: return _capture(self.model, module, self.batches, output, self.float_w if output else None, call)
+        with torch.no_grad():
+            self._hold(k)
+            return _capture(self.model.get_submodule(self.stages[k]), module, self.f if output else self.q, output,
+                            self._weights(self.stages[k]) if output else None, call)
+
+def _walk_hooks(quantizer, batches, learn) -> list:
+    "The fallback: layers in the order of a first forward pass, each captured by running its stage (or the model) up to it; returns the stages."
     model, order, hs = quantizer.model, [], []
     for name in quantizer.specs:
         hs.append(quantizer.layers[name].register_forward_pre_hook(lambda m, a, name=name: order.append(name) if name not in order else None))
@@ -260,12 +357,13 @@ def _walk_hooks(quantizer, batches, learn):
     finally:
         for h in hs: h.remove()
     float_w = {f"{n}.weight": quantizer.float_weight(n) for n in quantizer.specs}
+    streams = LayerStreams(model, batches, float_w, chained_stages(model, order, batches[0]))
     for name in order:
         layer = quantizer.layers[name]
-        with torch.no_grad():
-            xs = _capture(model, layer, batches)
-            ys = _capture(model, layer, batches, output=True, weights=float_w)
+        with torch.no_grad(): xs, ys = streams.capture(name, layer), streams.capture(name, layer, output=True)
         learn(name, xs, ys, None)
+    return streams.stages
+
 
 # %% ../../nbs/quantize/08a_engine.ipynb #b1ca9949
 ENGINE_DEFAULTS = dict(n_samples=1024, max_mem=1.0, seed=0, progress=True, mode='auto', num_threads=None)
@@ -298,7 +396,7 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
                   mode:str='auto', # 'auto' (fx, else hooks) | 'fx' | 'hooks': how layer inputs are carried
                   num_threads:int=None, # torch CPU threads while fitting (None: leave torch's setting)
                   act:bool=True) -> str: # targets continue through the activation after each layer (False: they stop before it)
-    "Refine every layer of `quantizer.specs` in execution order with `fit`; returns the path that ran ('fx' or 'hooks (why)')."
+    "Refine every layer of `quantizer.specs` in execution order with `fit`; returns the path that ran ('fx' or 'hooks (why; the chained stages)')."
     if mode not in ('auto', 'fx', 'hooks'): raise ValueError(f"mode must be 'auto', 'fx' or 'hooks', got {mode!r}")
     model = quantizer.model
     cal = calib_batches(calib, model=model).limit(n_samples).to(model_device(model))
@@ -326,9 +424,10 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
             quantizer.set_spec(name, spec.with_q(q))
             run.step()
         if graph is not None: _walk_fx(quantizer, graph, batches, learn, act)
-        else: _walk_hooks(quantizer, batches, learn)
+        else: stages = _walk_hooks(quantizer, batches, learn)
     warn_uncalled([n for n in names if n not in seen])
-    return 'fx' if graph is not None else f"hooks ({why})"
+    if graph is not None: return 'fx'
+    return f"hooks ({why}" + (f"; {len(stages)} chained stages {stages[0]} ... {stages[-1]}, each run once" if stages else '') + ")"
 
 # %% ../../nbs/quantize/08a_engine.ipynb #391b3dd6
 class EngineRun:
@@ -359,13 +458,17 @@ def engine_run(items, # the walk's items (layer, block or node names), in order
                label:str='layers', # what the items are, for log lines
                num_threads:int=None, # torch CPU threads during the run (None: leave torch's setting)
                model:nn.Module=None): # a model held in eval mode during the run (None: no model)
-    "The frame of an engine walk: yields an `EngineRun` over `items`; however the run ends, torch's threads and the model's mode are restored and the bar is closed."
+    "The frame of an engine walk: yields an `EngineRun` over `items`; however the run ends, torch's threads and the model's mode (and its `config.use_cache`) are restored and the bar is closed."
     run = EngineRun(items, progress, label)
     threads, training = torch.get_num_threads(), model is not None and model.training
+    cfg = getattr(model, 'config', None)
+    cache = getattr(cfg, 'use_cache', None)   # a transformers model runs without its key/value cache: a stage run twice must not append to one
     if model is not None: model.eval()
+    if cache: cfg.use_cache = False
     if num_threads: torch.set_num_threads(num_threads)
     try: yield run
     finally:
         if model is not None: model.train(training)
+        if cache: cfg.use_cache = cache
         torch.set_num_threads(threads)
         run.close()

