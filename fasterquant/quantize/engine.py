@@ -18,7 +18,8 @@ from .layerwise import LayerJob
 
 # %% auto #0
 __all__ = ['ENGINE_DEFAULTS', 'LOOKUP_LAYERS', 'post_chain', 'LayerwiseError', 'Call', 'chained_stages', 'LayerStreams',
-           'weight_twin', 'warn_uncalled', 'lookup_layers', 'run_layerwise', 'EngineRun', 'engine_run']
+           'weight_twin', 'warn_uncalled', 'shared_weights', 'lookup_layers', 'run_layerwise', 'EngineRun',
+           'engine_run']
 
 # %% ../../nbs/quantize/08a_engine.ipynb #d8b9b5dc
 _PASS_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d)
@@ -381,6 +382,13 @@ def warn_uncalled(names:list): # the layers the walk never reached
     if names: warnings.warn(f"layers never called by the model's forward on the calibration data keep their round-to-nearest integers: "
                             f"{', '.join(repr(n) for n in names[:5])}{' ...' if len(names) > 5 else ''}")
 
+def shared_weights(quantizer, # its `layers`
+                   names) -> dict: # the layers to look at
+    "`{layer: [every layer of names reading the same weight tensor]}` for the layers whose weight is shared (tied) with another."
+    by_w = {}
+    for n in names: by_w.setdefault(id(quantizer.layers[n].weight), []).append(n)
+    return {n: g for g in by_w.values() if len(g) > 1 for n in g}
+
 def lookup_layers(quantizer) -> set:
     "The layers of `quantizer.specs` that keep round-to-nearest integers: table lookups (`LOOKUP_LAYERS`), and layers whose weight is tied to one (an output projection sharing the input embedding), so tied weights stay tied."
     tables = {id(quantizer.layers[n].weight) for n in quantizer.specs if isinstance(quantizer.layers[n], LOOKUP_LAYERS)}
@@ -405,26 +413,45 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
     if graph is None and mode == 'fx': raise ValueError(f"mode='fx' impossible: {why}; use mode='auto' or 'hooks'")
     gen = torch.Generator().manual_seed(seed)
     names, lookups, seen = list(quantizer.specs), lookup_layers(quantizer), []
+    groups = shared_weights(quantizer, [n for n in names if n not in lookups])
+    pending = {}   # a shared weight (its first layer) -> the data of its layers seen so far
     with engine_run(names, progress, num_threads=num_threads, model=model) as run:
-        def learn(name, xs, ys, post):
-            layer, twin = quantizer.layers[name], weight_twin(quantizer, name, seen)
-            seen.append(name)
-            if name in lookups: run.step(); return   # a table lookup (or a layer tied to one): each output is one stored row, round-to-nearest is already the best
-            if twin is not None: quantizer.set_spec(name, quantizer.specs[twin]); run.step(); return   # a shared weight is fitted once, at its first layer
-            _check_finite(name, layer, xs, ys)
-            rows = isinstance(layer, nn.Linear) and xs[0].dim() >= 3 and (post is None or post.elementwise)   # token rows [B·L, D]
-            try: xq, yf, rps = _cache(xs, ys, max_mem, gen, masks, rows)
-            except (RuntimeError, ValueError) as e: raise _engine_error('caching the inputs of layer', name, layer, e, xs) from e
+        def fit_weight(members, datas):
+            "Fit one weight on the cached data of the layers in `datas` (`(name, inputs, targets, post)` each); every layer of `members` takes the integers."
+            name, layer = datas[0][0], quantizer.layers[datas[0][0]]
+            if any(d[3] is not None for d in datas): datas = datas[:1]   # targets through different activations: fitted on its first layer's
+            for n, xs, ys, _ in datas: _check_finite(n, layer, xs, ys)
+            post = datas[0][3]
+            rows = isinstance(layer, nn.Linear) and datas[0][1][0].dim() >= 3 and (post is None or post.elementwise)   # token rows [B·L, D]
+            try: parts = [_cache(xs, ys, max_mem / len(datas), gen, masks, rows) for _, xs, ys, _ in datas]
+            except (RuntimeError, ValueError) as e: raise _engine_error('caching the inputs of layer', name, layer, e, datas[0][1]) from e
+            parts = [p for p in parts if p[0].shape[1:] == parts[0][0].shape[1:] and p[1].shape[1:] == parts[0][1].shape[1:]]
+            xq, yf, rps = parts[0]
+            if len(parts) > 1:   # one weight, every layer's rows: shuffled together, so each minibatch sees all of them
+                xq, yf = torch.cat([p[0].float() for p in parts]), torch.cat([p[1].float() for p in parts])
+                keep = torch.randperm(len(xq), generator=gen)
+                xq, yf, rps = xq[keep], yf[keep], sum(p[2] for p in parts)
             spec = quantizer.specs[name]
             job = LayerJob(name, layer, spec, quantizer.float_weight(name), xq, yf.to(xq.device), post, gen, run.bar, rps)
             run.show(name)
             try:
                 with torch.enable_grad(): q = fit(job)
             except RuntimeError as e: raise _engine_error('fitting layer', name, layer, e, [xq]) from e
-            quantizer.set_spec(name, spec.with_q(q))
+            spec = spec.with_q(q)
+            quantizer.set_specs({n: spec for n in members})
+        def learn(name, xs, ys, post):
+            seen.append(name)
+            if name not in lookups:   # (a table lookup, or a layer tied to one: each output is one stored row, round-to-nearest is already the best)
+                g = groups.get(name)
+                if g is None: fit_weight([name], [(name, xs, ys, post)])
+                else:   # a weight shared by several layers: fitted once, when the last of them has run, on all their inputs
+                    got = pending.setdefault(g[0], [])
+                    got.append((name, xs, ys, post))
+                    if len(got) == len(g): fit_weight(g, pending.pop(g[0]))
             run.step()
         if graph is not None: _walk_fx(quantizer, graph, batches, learn, act)
         else: stages = _walk_hooks(quantizer, batches, learn)
+        for first, datas in list(pending.items()): fit_weight(groups[first], datas)   # shared weights some of whose layers never ran
     warn_uncalled([n for n in names if n not in seen])
     if graph is not None: return 'fx'
     return f"hooks ({why}" + (f"; {len(stages)} chained stages {stages[0]} ... {stages[-1]}, each run once" if stages else '') + ")"
