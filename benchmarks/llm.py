@@ -6,8 +6,10 @@ dequantized from Q4_1 (4 bits, a scale and a minimum per 32 weights): formats cl
 Text: Python's reference documents (`doc_token_windows`): the topics split into two disjoint halves, tokenized, laid end to end and
 cut into windows of 256 tokens; calibration reads `--n-calib` windows of the first half, evaluation `--n-eval` windows of the other.
 Rows: float; weights of every linear layer inside the decoder layers quantized, and the tied `lm_head` / embedding table at 8 bits in
-the row's granularity (the peers keep it in 16-bit float by default), by round-to-nearest on an MSE grid (`nearest`) or GPTQ (activation order, fixed grouped grid) in the
-formats named by the row; W8A8 with per-token dynamic activations (uint8, ONNX Runtime's `DynamicQuantizeLinear`).
+the row's granularity, round to nearest (a table lookup: `lookup_layers`; the peers keep it in 16-bit float by default), by round-to-nearest on an MSE grid (`nearest`) or GPTQ (activation order, fixed grouped grid) in the
+formats named by the row (`gptq`: each layer's target the float network's output, fasterquant's default; `gptq own`: the layer's own
+float weight on the quantized inputs, as published); a group size that does not divide a layer's width (128 on 576) leaves a shorter
+last group; W8A8 with per-token dynamic activations (uint8, ONNX Runtime's `DynamicQuantizeLinear`).
 Columns: perplexity and its ratio to float's on the evaluation windows; mean token-level KL(float || quantized) over the same
 positions; greedy agreement: over `--n-prompts` prompts (the first 32 tokens of evaluation windows), the share of the 32 greedy tokens
 equal to float's at the same position; quantize time (seconds, `torch` threads as set) and the peak resident memory above the
@@ -37,16 +39,20 @@ from results_io import add_results_args, write_results, rendered, machine
 
 # name -> (criteria, dtype, granularity, group size, extra Quantizer arguments)
 ROWS = {
-    'rtn_w4_g64':     ('nearest', 'int4', 'group', 64, {}),
-    'gptq_w4_g64':    ('gptq', 'int4', 'group', 64, {}),
+    'rtn_w4_g64':       ('nearest', 'int4', 'group', 64, {}),
+    'gptq_w4_g64':      ('gptq', 'int4', 'group', 64, {}),
+    'gptq_w4_g64_own':  ('gptq own', 'int4', 'group', 64, {}),
     'gptq_w4_g64_asym': ('gptq', 'uint4', 'group', 64, {}),
-    'gptq_w4_channel': ('gptq', 'int4', 'channel', None, {}),
-    'rtn_w4_channel': ('nearest', 'int4', 'channel', None, {}),
-    'rtn_w3_g64':     ('nearest', 'int3', 'group', 64, {}),
-    'gptq_w3_g64':    ('gptq', 'int3', 'group', 64, {}),
-    'rtn_w8_channel': ('nearest', 'int8', 'channel', None, {}),
+    'rtn_w4_g128':      ('nearest', 'int4', 'group', 128, {}),
+    'gptq_w4_g128':     ('gptq', 'int4', 'group', 128, {}),
+    'rtn_w4_channel':   ('nearest', 'int4', 'channel', None, {}),
+    'gptq_w4_channel':  ('gptq', 'int4', 'channel', None, {}),
+    'rtn_w3_g64':       ('nearest', 'int3', 'group', 64, {}),
+    'gptq_w3_g64':      ('gptq', 'int3', 'group', 64, {}),
+    'rtn_w8_channel':   ('nearest', 'int8', 'channel', None, {}),
     'rtn_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic')),
 }
+CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published)
 DEPLOY = 'gptq_w4_g64'
 
 class PeakRSS:
@@ -87,7 +93,8 @@ def agreement(a, b) -> float:
 
 def quantize(model, calib, name):
     crit, dt, gran, gs, extra = ROWS[name]
-    q = Quantizer(model, criteria=crit, dtype=dt, granularity=gran, group_size=gs or 128, context={'lm_head': 'int8'}, **extra)
+    q = Quantizer(model, criteria=CRITERIA[crit](), dtype=dt, granularity=gran, group_size=gs or 128, layer_types=[nn.Linear, nn.Embedding],
+                  context={'lm_head': 'int8', 'model.embed_tokens': 'int8'}, **extra)
     with PeakRSS() as mem:
         t0 = time.perf_counter(); q.quantize_model(calib); secs = time.perf_counter() - t0
     return q, secs, mem.mb

