@@ -42,18 +42,18 @@ ROWS = {
     'rtn_w4_g64':       ('nearest', 'int4', 'group', 64, {}),
     'gptq_w4_g64':      ('gptq', 'int4', 'group', 64, {}),
     'gptq_w4_g64_own':  ('gptq own', 'int4', 'group', 64, {}),
-    'gptq_w4_g64_asym': ('gptq', 'uint4', 'group', 64, {}),
+    'gptq_w4_g64_asym': ('gptq own', 'uint4', 'group', 64, {}),
     'rtn_w4_g128':      ('nearest', 'int4', 'group', 128, {}),
-    'gptq_w4_g128':     ('gptq', 'int4', 'group', 128, {}),
+    'gptq_w4_g128':     ('gptq own', 'int4', 'group', 128, {}),
     'rtn_w4_channel':   ('nearest', 'int4', 'channel', None, {}),
-    'gptq_w4_channel':  ('gptq', 'int4', 'channel', None, {}),
+    'gptq_w4_channel':  ('gptq own', 'int4', 'channel', None, {}),
     'rtn_w3_g64':       ('nearest', 'int3', 'group', 64, {}),
-    'gptq_w3_g64':      ('gptq', 'int3', 'group', 64, {}),
+    'gptq_w3_g64':      ('gptq own', 'int3', 'group', 64, {}),
     'rtn_w8_channel':   ('nearest', 'int8', 'channel', None, {}),
     'rtn_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic')),
 }
 CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published)
-DEPLOY = 'gptq_w4_g64'
+DEPLOY = 'gptq_w4_g64_own'
 
 class PeakRSS:
     "The peak resident memory of this process above its level at entry, sampled every `dt` seconds."
