@@ -64,8 +64,9 @@ class DecoderWithCache(nn.Module):
         ids = sample['input_ids']
         am = sample.get('attention_mask')
         am = torch.ones_like(ids) if am is None else am
-        out = self.m(input_ids=ids, attention_mask=am, use_cache=True)
-        past = cache_tensors(next(getattr(out, k) for k in ('cache', 'past_key_values') if getattr(out, k, None) is not None))
+        cache = _new_cache(self.m, ())
+        self.m(input_ids=ids, attention_mask=am, use_cache=True, **{self.kw: cache})   # the model fills the cache it is given, as in `forward`
+        past = cache_tensors(cache)
         new = ids[:, :2] if ids.shape[1] >= 3 else ids[:, :1]   # a length other than the past's, so the two axes cannot be confused
         inp = (new, torch.cat([am, torch.ones_like(new)], 1)) + tuple(t for kv in past for t in kv)
         ins, outs = self.names(len(past))
