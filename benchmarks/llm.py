@@ -55,8 +55,8 @@ ROWS = {
 CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published)
 DEPLOY = 'gptq_w4_g64_own'
 DECODE_NOTE = ("the decoding files keep the tied lm_head / embedding table in float, as the peers do: ONNX Runtime 1.32 has no float-compute "
-               "kernel for 8-bit MatMulNBits, and with the table at 8 bits (the perplexity rows) the INT4 file measured 136 ms per token, "
-               "6.3x the float file's 21.6 ms (the 49152 x 576 projection alone: 128 ms at accuracy level 0, 1.0 ms at 4 bits)")
+               "kernel for 8-bit MatMulNBits, so the 8-bit table of the perplexity rows would run its 49152 x 576 projection on a slow path "
+               "(not measured by this script)")
 
 class PeakRSS:
     "The peak resident memory of this process above its level at entry, sampled every `dt` seconds."
