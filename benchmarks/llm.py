@@ -9,7 +9,9 @@ Rows: float; weights of every linear layer inside the decoder layers quantized, 
 the row's granularity, round to nearest (a table lookup: `lookup_layers`; the peers keep it in 16-bit float by default), by round-to-nearest on an MSE grid (`nearest`) or GPTQ (activation order, fixed grouped grid) in the
 formats named by the row (`gptq`: each layer's target the float network's output, fasterquant's default; `gptq own`: the layer's own
 float weight on the quantized inputs, as published); a group size that does not divide a layer's width (128 on 576) leaves a shorter
-last group; W8A8 with per-token dynamic activations (uint8, ONNX Runtime's `DynamicQuantizeLinear`).
+last group; W8A8 with per-token dynamic activations (uint8, ONNX Runtime's `DynamicQuantizeLinear`). Rows named `awq_` first scale each
+input channel of the linears by an exponent searched per site (`transforms='awq'`, `ActScale`), `smooth_` by SmoothQuant's fixed 0.5,
+folded into the norm or linear before (the float function unchanged).
 Columns: perplexity and its ratio to float's on the evaluation windows; mean token-level KL(float || quantized) over the same
 positions; greedy agreement: over `--n-prompts` prompts (the first 32 tokens of evaluation windows), the share of the 32 greedy tokens
 equal to float's at the same position; quantize time (seconds, `torch` threads as set) and the peak resident memory above the
@@ -17,8 +19,8 @@ process's before quantizing (sampled every 20 ms).
 Decoding: the float model and the `--deploy` row exported with their key/value cache (`export_float_onnx` / `export_onnx`), greedy
 decoding in ONNX Runtime at batch 1 with 1 thread (`decode_steps`): a 32-token prompt, then 64 tokens one at a time; per file the
 median time per generated token over `--runs` interleaved runs, with the INT4 linears in float32 compute (`exact`) and with
-ONNX Runtime's int8 compute (accuracy level 4, `exact=False`); and whether the INT4 file's greedy tokens equal the fake-quantized
-PyTorch model's.
+ONNX Runtime's int8 compute (accuracy level 4, `exact=False`), the tied table in float, and the perplexity row's file (table at 8
+bits) at accuracy level 4; and, per file and setting, the share of greedy tokens equal to the fake-quantized PyTorch model's.
 
     python benchmarks/llm.py [--only NAME ...] [--n-calib 32] [--n-eval 64] [--runs 5] [--no-decode]
 Writes benchmarks/results/llm.md and .json (rows already in the .json are kept unless rerun).
@@ -49,14 +51,19 @@ ROWS = {
     'gptq_w4_channel':  ('gptq own', 'int4', 'channel', None, {}),
     'rtn_w3_g64':       ('nearest', 'int3', 'group', 64, {}),
     'gptq_w3_g64':      ('gptq own', 'int3', 'group', 64, {}),
+    'awq_rtn_w4_g64':   ('nearest', 'int4', 'group', 64, dict(transforms='awq')),
+    'awq_gptq_w4_g64':  ('gptq own', 'int4', 'group', 64, dict(transforms='awq')),
+    'awq_gptq_w4_g64_asym': ('gptq own', 'uint4', 'group', 64, dict(transforms='awq')),
+    'awq_gptq_w3_g64':  ('gptq own', 'int3', 'group', 64, dict(transforms='awq')),
     'rtn_w8_channel':   ('nearest', 'int8', 'channel', None, {}),
     'rtn_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic')),
+    'smooth_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic', transforms='smoothquant')),
 }
 CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published)
-DEPLOY = 'gptq_w4_g64_own'
-DECODE_NOTE = ("the decoding files keep the tied lm_head / embedding table in float, as the peers do: ONNX Runtime 1.32 has no float-compute "
-               "kernel for 8-bit MatMulNBits, so the 8-bit table of the perplexity rows would run its 49152 x 576 projection on a slow path "
-               "(not measured by this script)")
+DEPLOY = 'awq_gptq_w4_g64'
+DECODE_NOTE = ("the exact files keep the tied lm_head / embedding table in float, as the peers do: ONNX Runtime 1.32 has no float-compute "
+               "kernel for 8-bit MatMulNBits, so an 8-bit table runs its 49152 x 576 projection on a slow path unless the file runs at "
+               "accuracy level 4 (int8 compute), the last row")
 
 class PeakRSS:
     "The peak resident memory of this process above its level at entry, sampled every `dt` seconds."
@@ -120,17 +127,20 @@ def markdown(res) -> str:
              f"Machine: {res['machine']}; torch {res['torch']}, {res['threads']} threads for quantizing. "
              f"Calibration: {res['n_calib']} windows of 256 tokens; evaluation: {res['n_eval']} windows of the disjoint half of the documents; "
              f"greedy agreement over {res['n_prompts']} prompts x 32 tokens. Written by `benchmarks/llm.py`.\n",
-             "| row | criteria | weights | perplexity | vs float | KL to float | greedy agreement | quantize s | peak MB |",
-             "|---|---|---|---|---|---|---|---|---|",
-             f"| float | | float32 | {f['ppl']:.3f} | 1.000 | 0 | 100% | | |"]
+             "| row | transform | criteria | weights | perplexity | vs float | KL to float | greedy agreement | quantize s | peak MB |",
+             "|---|---|---|---|---|---|---|---|---|---|",
+             f"| float | | | float32 | {f['ppl']:.3f} | 1.000 | 0 | 100% | | |"]
     for name, r in res['rows'].items():
-        lines.append(f"| {name} | {r['criteria']} | {r['format']} | {r['ppl']:.3f} | {r['ppl'] / f['ppl']:.3f} | {r['kl']:.4f} | "
+        lines.append(f"| {name} | {r.get('transform', '')} | {r['criteria']} | {r['format']} | {r['ppl']:.3f} | {r['ppl'] / f['ppl']:.3f} | {r['kl']:.4f} | "
                      f"{100 * r['agree']:.1f}% | {r['seconds']:.0f} | {r['peak_mb']:.0f} |")
     d = res.get('decode')
     if d:
         lines += ["", f"## Decoding in ONNX Runtime (batch 1, 1 thread, 32-token prompt then 64 tokens)\n",
-                  f"Deployed row: `{d['row']}`; {d.get('note', '')}; files: float {d['float_mb']:.0f} MB, INT4 {d['int4_mb']:.0f} MB. "
-                  f"Greedy tokens of the INT4 file equal to the fake-quantized PyTorch model's: **{d['same_tokens']}**.\n",
+                  f"Deployed row: `{d['row']}`; {d.get('note', '')}; files: float {d['float_mb']:.0f} MB, INT4 {d['int4_mb']:.0f} MB"
+                  + (f", INT4 with the 8-bit table {d['int4_table8_mb']:.0f} MB" if 'int4_table8_mb' in d else '') + ". "
+                  + (f"Greedy tokens equal to the fake-quantized PyTorch model's, over the {res['n_prompts']} prompts x 32 tokens: "
+                     + ', '.join(f"{k} **{100 * v:.1f}%**" for k, v in d['agree'].items()) if 'agree' in d else
+                     f"Greedy tokens of the INT4 file equal to the fake-quantized PyTorch model's: **{d['same_tokens']}**") + ".\n",
                   "| file | ms per token | tokens/s | speed vs float |", "|---|---|---|---|"]
         base = d['ms']['float']
         for k, v in d['ms'].items():
@@ -169,23 +179,29 @@ def main():
         q, secs, mb = quantize(model, calib, name)
         p, kl = evaluate(q.model, ev, model)
         crit, dt, gran, gs, extra = ROWS[name]
-        res['rows'][name] = dict(criteria=crit, format=f"{dt} {gran}{f' {gs}' if gs else ''}{' + uint8 dynamic activations' if extra else ''}",
+        res['rows'][name] = dict(criteria=crit, format=f"{dt} {gran}{f' {gs}' if gs else ''}{' + uint8 dynamic activations' if 'act_dtype' in extra else ''}",
+                                 transform=extra.get('transforms', ''),
                                  ppl=p, kl=kl, agree=agreement(greedy(q.model, prompts), gf), seconds=secs, peak_mb=mb)
         print(name, json.dumps(res['rows'][name]), flush=True)
         write_results(a.out, res, markdown)
         if name == DEPLOY: keep[name] = q
         else: del q
     if not a.no_decode:
-        q = quantize(model, calib, DEPLOY, table_float=True)[0]   # (see DECODE_NOTE)
+        qf = quantize(model, calib, DEPLOY, table_float=True)[0]   # (see DECODE_NOTE)
+        q8 = keep.get(DEPLOY) or quantize(model, calib, DEPLOY)[0]  # the perplexity row: the tied table at 8 bits
         tmp = Path(tempfile.mkdtemp())
         sample = dict(input_ids=prompts[0][None])
         pf_ = tmp / 'float.onnx'
         export_float_onnx(model, sample, pf_)
-        p4 = q.export_onnx(sample, tmp / 'int4.onnx')
-        same = decode_steps(p4, prompts[0], 32, threads=1)[0] == greedy(q.model, prompts[:1])[0]
-        ms = decode_speed({'float': (pf_, True), 'int4 (float32 compute)': (p4, True), 'int4 (int8 compute, accuracy level 4)': (p4, False)},
-                          prompts[0], a.runs)
-        res['decode'] = dict(row=DEPLOY, note=DECODE_NOTE, same_tokens=bool(same), float_mb=pf_.stat().st_size / 2**20, int4_mb=p4.stat().st_size / 2**20,
+        p4, p48 = qf.export_onnx(sample, tmp / 'int4.onnx'), q8.export_onnx(sample, tmp / 'int4_table8.onnx')
+        def tokens(p, exact): return [decode_steps(p, pr, 32, threads=1, exact=exact)[0] for pr in prompts]
+        gq, g8 = greedy(qf.model, prompts), greedy(q8.model, prompts)
+        agree = {'int4, exact': agreement(tokens(p4, True), gq), 'int4, accuracy level 4': agreement(tokens(p4, False), gq),
+                 'int4 + 8-bit table, accuracy level 4': agreement(tokens(p48, False), g8)}
+        ms = decode_speed({'float': (pf_, True), 'int4 (float32 compute)': (p4, True), 'int4 (int8 compute, accuracy level 4)': (p4, False),
+                           'int4 + 8-bit table (accuracy level 4)': (p48, False)}, prompts[0], a.runs)
+        res['decode'] = dict(row=DEPLOY, note=DECODE_NOTE, same_tokens=agree['int4, exact'] == 1.0, agree=agree,
+                             float_mb=pf_.stat().st_size / 2**20, int4_mb=p4.stat().st_size / 2**20, int4_table8_mb=p48.stat().st_size / 2**20,
                              ms={k: 1000 * v for k, v in ms.items()})
         print(json.dumps(res['decode']), flush=True)
     write_results(a.out, res, markdown)

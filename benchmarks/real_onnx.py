@@ -35,9 +35,9 @@ from fasterquant.core.metrics import get_metric
 from fasterquant.core.progress import set_progress
 from results_io import add_results_args, write_results, rendered
 
-MODES = {'int8': dict(weight_type='int8', activation_type='uint8', per_channel=True),   # as `fasterquant onnx --mode int8`: int8 weights, uint8 activations
-         'u8s8-per-tensor': dict(weight_type='int8', activation_type='uint8', per_channel=False),
-         'w4a8': dict(weight_type='int4', activation_type='uint8', per_channel=True)}
+MODES = {'int8': dict(weight_type='int8', activation_type='uint8', granularity='channel'),   # as `fasterquant onnx --mode int8`: int8 weights, uint8 activations
+         'u8s8-per-tensor': dict(weight_type='int8', activation_type='uint8', granularity='tensor'),
+         'w4a8': dict(weight_type='int4', activation_type='uint8', granularity='channel')}
 WEIGHT_OPS = ('Conv', 'MatMul', 'Gemm')
 
 def int_weight_share(path, ref:onnx.ModelProto) -> float:
@@ -172,7 +172,7 @@ def main():
         for label, ops, keep in (('plain quantize_static (all op types)', None, 'qs_all'), ('plain quantize_static (Conv/MatMul/Gemm)', list(WEIGHT_OPS), 'qs_conv')):
             t = time.perf_counter()
             with _in_dir(tmp), _quiet():
-                quantize_static(tmp/'prep.onnx', tmp/'plain.onnx', FeedReader(calib), quant_format=QuantFormat.QDQ, per_channel=kw['per_channel'],
+                quantize_static(tmp/'prep.onnx', tmp/'plain.onnx', FeedReader(calib), quant_format=QuantFormat.QDQ, per_channel=kw['granularity'] == 'channel',
                                 weight_type=wtq, activation_type=atq, op_types_to_quantize=ops)
             rows.append(measure(tmp/'plain.onnx', label, keep=keep, quantize_s=time.perf_counter() - t))
         if wtq.name.endswith('Int4'):   # ONNX Runtime's own INT4: MatMul weights only, the rest float

@@ -41,7 +41,7 @@ def bench(name, make, n_probes, repeats, n_static, tmp, arena_ab=False):
     pick = [nodes[int(i)] for i in np.linspace(0, len(nodes) - 1, min(n_probes, len(nodes)))]
     static_pick = pick[::max(1, len(pick) // n_static)][:n_static]
     prep = Path(tmp) / 'prep.onnx'; prep.write_bytes(sens.model.SerializeToString())
-    kw = dict(per_channel=sens.per_channel, weight_type=sens.weight_type, activation_type=sens.activation_type, reduce_range=sens.reduce_range)
+    kw = dict(per_channel=sens.granularity.name == 'channel', weight_type=sens.weight_type, activation_type=sens.activation_type, reduce_range=sens.reduce_range)
     before, static, before_scores, runs, run_s, plain = [], [], {}, [], [], []
     for r in range(repeats):   # one round of each way per repeat, interleaved, so a slow spell of this shared machine hits all three
         for node in pick:  # the scorer before this version: whole model quantized, opened and run per node, reference side per probe

@@ -175,7 +175,7 @@ def sensitivity(args, model):
     if getattr(args, 'labels', None): args.label_values = load_labels(args.labels, len(next(iter(calib.values()))))
     w, a = MODES[args.mode]
     with _quiet_ort():
-        sens = OnnxSensitivity(args.model, calib, weight_type=w, activation_type=a, per_channel=not args.per_tensor,
+        sens = OnnxSensitivity(args.model, calib, weight_type=w, activation_type=a, granularity='tensor' if args.per_tensor else 'channel',
                                calibrate_method=args.calibrate_method, criteria=args.criteria, batch_size=args.batch_size, n_batches=args.n_batches,
                                op_types_to_quantize=args.op_types, chains=args.chains, metric=args.metric, progress=_progress(args))
         if getattr(args, 'label_values', None) is not None:

@@ -12,8 +12,8 @@ from fastcore.basics import store_attr
 from .utils import to_device, batch_size
 
 # %% auto #0
-__all__ = ['CALIB_HELP', 'forward_inputs', 'batch_inputs', 'Calib', 'forward_names', 'token_mask', 'token_scope', 'token_rows',
-           'calib_batches']
+__all__ = ['CALIB_HELP', 'forward_inputs', 'batch_inputs', 'batch_tensors', 'map_tensors', 'Calib', 'forward_names', 'token_mask',
+           'token_scope', 'token_rows', 'calib_batches']
 
 # %% ../../nbs/core/02_calib.ipynb #f17c65d0
 def forward_inputs(model:nn.Module) -> int|None:
@@ -39,16 +39,18 @@ def batch_inputs(batch, # a tensor, a tuple/list `(x, ..., y)` or a dict of keyw
 CALIB_HELP = ("pass calibration data: a fastai DataLoaders/DataLoader, a torch DataLoader, a tensor, "
               "or a non-empty list of batches (tensors, (x, y) tuples or dicts)")
 
-def _tensors(inp):
+def batch_tensors(inp) -> list:
+    "Every tensor of one set of inputs (a tensor, or tensors nested in tuples, lists and dicts), in order."
     if isinstance(inp, Tensor): return [inp]
-    if isinstance(inp, Mapping): return [t for v in inp.values() for t in _tensors(v)]
-    if isinstance(inp, (tuple, list)): return [t for v in inp for t in _tensors(v)]
+    if isinstance(inp, Mapping): return [t for v in inp.values() for t in batch_tensors(v)]
+    if isinstance(inp, (tuple, list)): return [t for v in inp for t in batch_tensors(v)]
     return []
 
-def _map(inp, f):
+def map_tensors(inp, f):
+    "One set of inputs with `f` applied to each of its tensors (the nesting of tuples, lists and dicts kept)."
     if isinstance(inp, Tensor): return f(inp)
-    if isinstance(inp, Mapping): return {k: _map(v, f) for k, v in inp.items()}
-    if isinstance(inp, (tuple, list)): return type(inp)(_map(v, f) for v in inp)
+    if isinstance(inp, Mapping): return {k: map_tensors(v, f) for k, v in inp.items()}
+    if isinstance(inp, (tuple, list)): return type(inp)(map_tensors(v, f) for v in inp)
     return inp
 
 def _cut(inp, k):
@@ -76,7 +78,7 @@ class Calib:
     def to(self, device): return self._like([to_device(b, device) for b in self.inputs])
     def cast(self, dtype):
         "The same batches with their floating-point inputs in `dtype` (token ids and integer masks kept)."
-        return self._like([_map(b, lambda t: t.to(dtype) if t.is_floating_point() else t) for b in self.inputs])
+        return self._like([map_tensors(b, lambda t: t.to(dtype) if t.is_floating_point() else t) for b in self.inputs])
     def token_masks(self) -> list:
         "Per batch, its `token_mask` (a `[batch, tokens]` bool tensor, True at the tokens that count) or None."
         return [token_mask(b, self.token_key, self.names) for b in self.inputs]
@@ -104,7 +106,7 @@ class Calib:
     def check_finite(self):
         "Raise a `ValueError` naming the first batch that holds NaN or Inf."
         for i, b in enumerate(self.inputs):
-            for t in _tensors(b):
+            for t in batch_tensors(b):
                 if t.is_floating_point() and not bool(torch.isfinite(t).all()):
                     raise ValueError(f"calibration batch {i} holds NaN or Inf values: clean or drop those samples first")
         return self
@@ -127,7 +129,7 @@ def _token_input(inp, m:Tensor, names:list=None):
     for k in ('input_ids', 'inputs_embeds'):
         t = _named(inp, k, names)
         if isinstance(t, Tensor): return t
-    return next((t for t in _tensors(inp) if t is not m and t.dim() == 2 and not t.is_floating_point()), None)
+    return next((t for t in batch_tensors(inp) if t is not m and t.dim() == 2 and not t.is_floating_point()), None)
 
 def token_mask(inp, # one batch's model inputs: a tensor, a tuple or a dict
                key='auto', # 'auto' (an input named `attention_mask`, if any), an input's name, a callable `inp -> mask`, or None (no mask)

@@ -11,6 +11,7 @@ from onnx import numpy_helper
 from onnxruntime.quantization import QuantType
 from ..core.registry import AxisRegistry
 from ..quantize.dtype import get_dtype
+from ..quantize.granularity import Granularity, get_granularity
 from ..quantize.criteria import get_scale_method, available_scale_methods, MSE, get_criteria
 from ..quantize.layerwise import LayerwiseCriteria
 from .ops import op_spec, weight_op_types, weight_input
@@ -18,8 +19,8 @@ from .feeds import layer_inputs
 
 # %% auto #0
 __all__ = ['QUANT_TYPES', 'GRID_MARGIN', 'OUTPUT_GRID', 'ONNX_CRITERIA', 'LEARNED_CRITERIA', 'GRID_LABELS', 'get_quant_type',
-           'onnx_dtype', 'onnx_criteria_names', 'onnx_criteria', 'weight_axis', 'output_loss', 'weight_overrides',
-           'with_overrides']
+           'onnx_granularity', 'onnx_dtype', 'onnx_criteria_names', 'onnx_criteria', 'weight_axis', 'output_loss',
+           'weight_overrides', 'with_overrides']
 
 # %% ../../nbs/onnx/04_grids.ipynb #2ef035ee
 QUANT_TYPES = AxisRegistry('quantization type', QuantType)
@@ -30,6 +31,14 @@ _QDTYPE_NAMES = {v(): k for k, v in QUANT_TYPES.factories.items()}   # QuantType
 def get_quant_type(t) -> QuantType:
     "ONNX Runtime `QuantType` from a `QuantType`, a name (`'int8'`, `'uint4'`, ...) or a fasterquant `QDtype` (the dtype axis)."
     return QUANT_TYPES.get(t if isinstance(t, (QuantType, str)) else getattr(t, 'name', t))
+
+def onnx_granularity(g) -> Granularity:
+    "The granularity axis value of an ONNX weight grid: 'channel' or 'tensor' (a `Granularity`); ONNX Runtime's QDQ quantizer writes no other."
+    g = get_granularity(g)
+    if g.name not in ('channel', 'tensor'):
+        raise ValueError(f"granularity {g} on an ONNX file: ONNX Runtime's QDQ quantizer writes weights per channel or per tensor; use "
+                         "granularity='channel' or 'tensor' (groups: quantize the PyTorch model, whose export writes blocked weights)")
+    return g
 
 def onnx_dtype(t):
     "The dtype axis value (`QDtype`) of an ONNX path integer type: a `QuantType`, a name or a `QDtype`; None for a type the PyTorch side has no grid for (16 bits)."
@@ -103,11 +112,12 @@ def output_loss(node:onnx.NodeProto, # a weight op whose op table entry has a `p
 def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
                      criteria='mse', # scale method: a name of `available_scale_methods()`, a `ScaleMethod`, or 'output' (`OUTPUT_GRID`: MSE's search on the node's output error; needs `feeds`)
                      weight_type='int8', # weight integer type (2-8 bits)
-                     per_channel:bool=True, # a grid per output channel (else one per tensor)
+                     granularity='channel', # 'channel': a grid per output channel; 'tensor': one per tensor (`onnx_granularity`)
                      op_types=None, # the op types whose weights get grids (default: every weight op of the op table)
                      feeds:list=None, # calibration feeds (`onnx_inputs`), for criteria='output'
                      n_samples:int=16) -> dict: # criteria='output': the calibration samples the outputs are compared on
     "ORT `TensorQuantOverrides` putting each weight of an `op_types` node on the grid `criteria` picks: `{initializer: [{'axis', 'scale', 'zero_point'}, ...]}`."
+    per_channel = onnx_granularity(granularity).name == 'channel'
     out_grid = isinstance(criteria, str) and criteria == OUTPUT_GRID
     if out_grid and not feeds: raise ValueError("criteria='output' chooses each weight's clipping by its node's output on calibration inputs: pass feeds (`onnx_inputs`)")
     m, dt = MSE(n_grid=40) if out_grid else get_scale_method(criteria), onnx_dtype(weight_type)

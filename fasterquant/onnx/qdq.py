@@ -15,7 +15,7 @@ from .runtime import ort_session
 from .graph import read_onnx, save_onnx, producers, consumers, drop_unread, onnx_opset, quiet_ort
 from .ops import op_spec, chain_op_types, weight_op_types, default_op_types, float_output
 from .feeds import onnx_inputs, calibrate_onnx
-from .grids import get_quant_type, onnx_dtype, onnx_criteria, weight_overrides, with_overrides, OUTPUT_GRID
+from .grids import onnx_granularity, get_quant_type, onnx_dtype, onnx_criteria, weight_overrides, with_overrides, OUTPUT_GRID
 from .prepare import prepare_onnx, needed_opset
 from .compact import drop_dead_taps, compact_onnx
 from .export import widened
@@ -224,7 +224,7 @@ def propagate_dq(model:onnx.ModelProto) -> int: # a QDQ model (changed in place)
 class QDQSettings:
     "How ONNX Runtime's QDQ quantizer is run, in one record: the same for every model the scorer probes and for the file that is written."
     def __init__(self,
-                 per_channel:bool=True, # weights per output channel
+                 granularity='channel', # weights per output channel ('channel') or per tensor ('tensor'): the granularity axis (`onnx_granularity`)
                  weight_type='int8', # weight integer type (a name, a `QDtype` or ORT's `QuantType`)
                  activation_type='uint8', # activation integer type (uint8: what ONNX Runtime's x86 integer kernels take, and its own default)
                  op_types:list=None, # op types quantized (default: `default_op_types()`); chain nodes come on top
@@ -233,11 +233,14 @@ class QDQSettings:
                  weight_grids:dict=None, # per-weight grids (`weight_overrides`); ORT's own grid for any weight not here
                  reduce_range:bool=False, # 7-bit weights (ORT's option for CPUs without VNNI)
                  float_inputs='free'): # what nodes left in float read (`float_inputs_mode`): 'free' float where no integer kernel is lost, 'all' float always, 'none' the Q/DQ copies
-        store_attr()
+        store_attr(but='granularity')
+        self.granularity = onnx_granularity(granularity)
         self.float_inputs = float_inputs_mode(float_inputs)
         self.weight_type, self.activation_type = get_quant_type(weight_type), get_quant_type(activation_type)
         self.op_types, self.extra_options, self.weight_grids = list(op_types or default_op_types()), dict(extra_options or {}), dict(weight_grids or {})
-    def __repr__(self): return f"QDQSettings({self.weight_type.name}/{self.activation_type.name}, {'per channel' if self.per_channel else 'per tensor'}, {self.op_types}{', chains' if self.chains else ''})"
+    @property
+    def per_channel(self) -> bool: return self.granularity.name == 'channel'   # ONNX Runtime's spelling
+    def __repr__(self): return f"QDQSettings({self.weight_type.name}/{self.activation_type.name}, per {self.granularity}, {self.op_types}{', chains' if self.chains else ''})"
 
 def n_qdq(model:onnx.ModelProto) -> int:
     "How many QuantizeLinear / DequantizeLinear nodes `model` has."
@@ -309,7 +312,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
                   nodes_to_exclude=None, # node names kept in float (e.g. from `suggest_exclusion`)
                   nodes_to_quantize=None, # if given, only these nodes (and their chains) are quantized
                   ranges:TensorsData=None, # precomputed activation ranges (e.g. `OnnxSensitivity.ranges`)
-                  per_channel:bool=True, # weights per output channel
+                  granularity='channel', # weights per output channel ('channel') or per tensor ('tensor'): the granularity axis
                   weight_type='int8', # weight integer type (a name, a `QDtype` or ORT's `QuantType`)
                   activation_type='uint8', # activation integer type (uint8: what ONNX Runtime's x86 integer kernels take)
                   calibrate_method='minmax', # used when calibrating here
@@ -340,8 +343,8 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     op_types = list(op_types_to_quantize or default_op_types())
     feeds = onnx_inputs(calib, src, batch_size) if calib is not None else None
     if ranges is None: ranges = calibrate_onnx(src, feeds, ranged_op_types(op_types, chains), calibrate_method, extra_options)  # our calibration defaults
-    grids = weight_grids if weight_grids is not None else {} if isinstance(crit, str) and crit == 'minmax' else weight_overrides(src, crit.scale if learned else crit, wt, per_channel, op_types, feeds)
-    settings = QDQSettings(per_channel, wt, at, op_types, chains, extra_options, grids, reduce_range, float_inputs)
+    grids = weight_grids if weight_grids is not None else {} if isinstance(crit, str) and crit == 'minmax' else weight_overrides(src, crit.scale if learned else crit, wt, granularity, op_types, feeds)
+    settings = QDQSettings(granularity, wt, at, op_types, chains, extra_options, grids, reduce_range, float_inputs)
     q = qdq_model(src, ranges, settings, nodes_to_quantize, nodes_to_exclude)
     if learned:   # learn the integers in the model as it will run, then quantize the model holding them on the same grids: ORT writes exactly them
         r = learn_onnx_rounding(src, q, feeds, crit, **kwargs)

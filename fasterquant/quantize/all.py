@@ -8,7 +8,7 @@ __all__ = []
 # %% ../../nbs/quantize/99_all.ipynb #bd508121
 import fasterquant.quantize.dtype as _dtype, fasterquant.quantize.granularity as _granularity, fasterquant.quantize.grid as _grid
 import fasterquant.quantize.criteria as _criteria, fasterquant.quantize.context as _context, fasterquant.quantize.schedule as _schedule
-import fasterquant.quantize.fold as _fold, fasterquant.quantize.placement as _placement, fasterquant.quantize.emulation as _emulation
+import fasterquant.quantize.fold as _fold, fasterquant.quantize.transforms as _transforms, fasterquant.quantize.placement as _placement, fasterquant.quantize.emulation as _emulation
 import fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.engine as _engine
 import fasterquant.quantize.blocks as _blocks, fasterquant.quantize.adaround as _adaround, fasterquant.quantize.gptq as _gptq
 from .dtype import *
@@ -18,6 +18,7 @@ from .criteria import *
 from .context import *
 from .schedule import *
 from .fold import *
+from .transforms import *
 from .placement import *
 from .emulation import *
 from .quantizer import *
@@ -26,4 +27,4 @@ from .engine import *
 from .blocks import *
 from .adaround import *
 from .gptq import *
-__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _placement, _emulation, _quantizer, _layerwise, _engine, _blocks, _adaround, _gptq) for n in m.__all__]
+__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _transforms, _placement, _emulation, _quantizer, _layerwise, _engine, _blocks, _adaround, _gptq) for n in m.__all__]

@@ -14,6 +14,7 @@ from .grid import QuantSpec, as_param, check_param_dtype
 from .criteria import get_criteria
 from .context import get_context
 from .schedule import get_schedule, is_gradual
+from .transforms import FoldBatchNorm, get_transforms
 from .fold import bn_pairs, bn_factor, fold_batchnorm, unfold_batchnorm, fold_spec, conv1d_as_linear
 from .placement import ActQuant, PlacementError, PlacedForward, place_points, install_placement, uninstall_placement
 from .emulation import emulated_module
@@ -51,6 +52,7 @@ class Quantizer:
                  layer_types=QUANTIZABLE, # module types whose `weight` is quantized (transformers' `Conv1D` is rewritten as the `nn.Linear` it is)
                  inplace:bool=False, # quantize `model` itself instead of a copy
                  fold_bn:bool=True, # fold BatchNorm into the layer before it before choosing grids (False: keep it, slower exports)
+                 transforms=None, # pre-quantization transforms that keep the float function, in order after BatchNorm folding: 'awq' | 'smoothquant' | a `Transform` | a list
                  param_dtype:str='float32', # float format of the scales, float biases and other float parameters: 'float16' halves their bytes in the file (rounded here, so the export stays exact)
                  act_ranges:str='static'): # 'static': ranges calibrated on data; 'dynamic': each call's own range (uint8, linear layers' inputs, `DynamicQuantizeLinear`)
         if not isinstance(model, nn.Module): raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
@@ -70,6 +72,7 @@ class Quantizer:
         self.act_ranges = act_ranges
         if not isinstance(fold_bn, bool): raise TypeError(f"fold_bn must be True or False, got {fold_bn!r}")
         self.layer_types, self.inplace, self.fold_bn = _check_layer_types(layer_types), inplace, fold_bn
+        self.transforms = ([FoldBatchNorm()] if fold_bn else []) + get_transforms(transforms)
         self.param_dtype = check_param_dtype(param_dtype)
         self.model = model if inplace else copy.deepcopy(model)
         if not inplace: uninstall_placement(self.model)   # a copy of an already placed model starts from its own forward
@@ -84,6 +87,7 @@ class Quantizer:
         if self.as_linear: self.layers = OrderedDict((n, m) for n, m in self.model.named_modules()
                                                      if isinstance(m, self.layer_types) and isinstance(getattr(m, 'weight', None), Tensor))
         self.specs, self.act_quants, self.plan, self.folded = OrderedDict(), OrderedDict(), OrderedDict(), OrderedDict()
+        self.transformed = []   # (transform, its record) in the order applied
         self.placement, self.placement_note = None, None
         self._float, self._float_bias, self._float_params, self._hooks = {}, {}, {}, []
 
@@ -91,6 +95,7 @@ class Quantizer:
         return (f"Quantizer(granularity={self.granularity}, context={self.context}, criteria={self.criteria}, "
                 f"schedule={self.schedule.name}, dtype={self.dtype}, act_dtype={self.act_dtype}, layers={len(self.layers)}"
                 + (f", param_dtype={self.param_dtype}" if self.param_dtype != 'float32' else "")
+                + (f", transforms={[t for t in self.transforms if not isinstance(t, FoldBatchNorm)]}" if len(self.transforms) > self.fold_bn else "")
                 + (", act_ranges='dynamic')" if self.act_ranges == 'dynamic' else ")"))
 
     @property
@@ -307,6 +312,8 @@ class Quantizer:
         self._drop_acts()
         self.restore()
         self._restore_params()
+        for t, rec in reversed(self.transformed): t.undo(self, rec)
+        self.transformed = []
         if self.folded: unfold_batchnorm(self.model, self.folded); self.folded = OrderedDict()
         if _HELD.get(self.model) is self: del _HELD[self.model]
         return self.model
@@ -315,6 +322,7 @@ class Quantizer:
     def _needs_calib(self) -> list:
         return [what for what, flag in [(f"criteria={self.criteria.name}", self.criteria.needs_data),
                                         (f"context={self.context.name}", self.context.needs_data),
+                                        *((f"transforms={t}", True) for t in self.transforms if t.needs_data),
                                         (f"act_dtype={self.act_dtype}", self.act_dtype is not None and self.act_ranges == 'static')] if flag]
 
     def quantize_model(self,
@@ -331,7 +339,7 @@ class Quantizer:
         self._hold()
         self.remove()
         try:
-            if self.fold_bn: self.fold()
+            for t in self.transforms: self.transformed.append((t, t.apply(self, calib)))
             self._round_params()
             self.plan = OrderedDict(self.context.assign(self, calib))
             self.set_specs({n: self.grid_spec(self.float_weight(n), dt, n)
@@ -443,6 +451,8 @@ class Quantizer:
         sz = self.size_bits()
         print(f"{sum(r['dtype'] != 'float32' for r in rows)}/{len(rows)} layers quantized; weights {sz['float_bits']/8e6:.3f} MB float "
               f"-> {sz['quant_bits']/8e6:.3f} MB ({sz['ratio']:.2f}x smaller)")
+        for t, rec in self.transformed:
+            if t.describe(rec): print(t.describe(rec))
         if self.folded: print(f"BatchNorm folded into: {', '.join(f'{l} ({f.bn})' for l, f in self.folded.items())}")
         if self.placement is not None: print(f"activations: {self.act_dtype} at {len(self.placement.points)} points where the runtime quantizes tensors ({self.placement})")
         elif self.placement_note: print(self.placement_note)

@@ -17,7 +17,7 @@ from ..onnx.runtime import run_feeds, ort_session
 from ..onnx.graph import consumers, read_onnx
 from ..onnx.ops import default_op_types
 from ..onnx.feeds import onnx_inputs, calibrate_onnx
-from ..onnx.grids import get_quant_type, onnx_criteria, weight_overrides, GRID_MARGIN
+from ..onnx.grids import onnx_granularity, get_quant_type, onnx_criteria, weight_overrides, GRID_MARGIN
 from ..onnx.prepare import prepare_onnx, needed_opset
 from ..onnx.qdq import (QDQSettings, qdq_model, chain_nodes, quantized_nodes, ranged_op_types, check_names, check_out,
                                   finished_onnx, write_onnx, n_qdq)
@@ -77,7 +77,7 @@ class OnnxSensitivity:
                  model, # path or `ModelProto` of the float model, as shipped (see `prepare_onnx`)
                  calib, # calibration inputs: array, dict of arrays, `.npz` path, iterable of input dicts
                  *,
-                 per_channel:bool=True, # weights per output channel
+                 granularity='channel', # weights per output channel ('channel') or per tensor ('tensor'): the granularity axis
                  weight_type='int8', # weight integer type
                  activation_type='uint8', # activation integer type (uint8: ONNX Runtime's x86 integer kernels)
                  calibrate_method='minmax', # ORT calibration method
@@ -94,7 +94,8 @@ class OnnxSensitivity:
                  cache_mb:float=2048, # float activations kept for downstream-only probes (0: every probe runs the whole model)
                  shared_arena:bool=True, # probes draw memory from one ONNX Runtime arena kept warm across them (it stays with the process; False: each probe's own)
                  progress:bool=True): # learned rounding's progress output, node by node (False: none)
-        store_attr(but='model,calib,ranges,metric')
+        store_attr(but='model,calib,ranges,metric,granularity')
+        self.granularity = onnx_granularity(granularity)   # a group granularity fails before any work
         if not (isinstance(metric, str) and metric == 'auto'): get_metric(metric)  # a bad name fails before any work
         self.source = model
         self.weight_type, self.activation_type = get_quant_type(weight_type), get_quant_type(activation_type)
@@ -135,7 +136,7 @@ class OnnxSensitivity:
     def _overrides(self, criteria) -> dict:
         "`weight_overrides` for `criteria` (a grid) on the stored model and feeds: {} for ORT's own."
         if isinstance(criteria, str) and criteria == 'minmax': return {}
-        return weight_overrides(self.model, criteria, self.weight_type, self.per_channel, self.op_types, self.feeds)
+        return weight_overrides(self.model, criteria, self.weight_type, self.granularity, self.op_types, self.feeds)
 
     def _float_inits(self) -> set:
         fl = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
@@ -154,7 +155,7 @@ class OnnxSensitivity:
 
     def settings(self) -> QDQSettings:
         "The `QDQSettings` every model of this scorer is quantized with (the grids in use included)."
-        return QDQSettings(self.per_channel, self.weight_type, self.activation_type, self.op_types, self.chains, self.extra_options,
+        return QDQSettings(self.granularity, self.weight_type, self.activation_type, self.op_types, self.chains, self.extra_options,
                            self.weight_overrides, self.reduce_range)
 
     def quantized_model(self, nodes_to_exclude=None, nodes_to_quantize=None, model=None) -> onnx.ModelProto:
