@@ -6,7 +6,8 @@ dequantized from Q4_1 (4 bits, a scale and a minimum per 32 weights): formats cl
 Text: Python's reference documents (`doc_token_windows`): the topics split into two disjoint halves, tokenized, laid end to end and
 cut into windows of 256 tokens; calibration reads `--n-calib` windows of the first half, evaluation `--n-eval` windows of the other.
 Rows: float; weights of every linear layer inside the decoder layers quantized, and the tied `lm_head` / embedding table at 8 bits in
-the row's granularity, round to nearest (a table lookup: `lookup_layers`; the peers keep it in 16-bit float by default), by round-to-nearest on an MSE grid (`nearest`) or GPTQ (activation order, fixed grouped grid) in the
+the row's granularity, round to nearest (a table lookup: `lookup_layers`; the peers keep it in 16-bit float by default; rows
+ending `_table4` put it at 4 bits), by round-to-nearest on an MSE grid (`nearest`) or GPTQ (activation order, fixed grouped grid) in the
 formats named by the row (`gptq`: each layer's target the float network's output, fasterquant's default; `gptq own`: the layer's own
 float weight on the quantized inputs, as published); a group size that does not divide a layer's width (128 on 576) leaves a shorter
 last group; W8A8 with per-token dynamic activations (uint8, ONNX Runtime's `DynamicQuantizeLinear`). Rows named `awq_` first scale each
@@ -54,6 +55,7 @@ ROWS = {
     'awq_rtn_w4_g64':   ('nearest', 'int4', 'group', 64, dict(transforms='awq')),
     'awq_gptq_w4_g64':  ('gptq own', 'int4', 'group', 64, dict(transforms='awq')),
     'awq_gptq_w4_g64_asym': ('gptq own', 'uint4', 'group', 64, dict(transforms='awq')),
+    'awq_gptq_w4_g64_table4': ('gptq own', 'int4', 'group', 64, dict(transforms='awq', table='int4')),
     'awq_gptq_w3_g64':  ('gptq own', 'int3', 'group', 64, dict(transforms='awq')),
     'rtn_w8_channel':   ('nearest', 'int8', 'channel', None, {}),
     'rtn_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic')),
@@ -61,6 +63,7 @@ ROWS = {
 }
 CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published)
 DEPLOY = 'awq_gptq_w4_g64'
+TABLE4 = 'awq_gptq_w4_g64_table4'   # the same with the tied table at 4 bits: decoded too
 DECODE_NOTE = ("the exact files keep the tied lm_head / embedding table in float, as the peers do: ONNX Runtime 1.32 has no float-compute "
                "kernel for 8-bit MatMulNBits, so an 8-bit table runs its 49152 x 576 projection on a slow path unless the file runs at "
                "accuracy level 4 (int8 compute), the last row")
@@ -104,8 +107,9 @@ def agreement(a, b) -> float:
 def quantize(model, calib, name, table_float=False):
     "Quantize a copy of `model` as row `name` says (with `table_float`, the tied lm_head / embedding table left in float)."
     crit, dt, gran, gs, extra = ROWS[name]
+    extra = dict(extra); tdt = extra.pop('table', 'int8')
     table = dict(layer_types=[nn.Linear], context={'lm_head': None}) if table_float else \
-            dict(layer_types=[nn.Linear, nn.Embedding], context={'lm_head': 'int8', 'model.embed_tokens': 'int8'})
+            dict(layer_types=[nn.Linear, nn.Embedding], context={'lm_head': tdt, 'model.embed_tokens': tdt})
     q = Quantizer(model, criteria=CRITERIA[crit](), dtype=dt, granularity=gran, group_size=gs or 128, **table, **extra)
     with PeakRSS() as mem:
         t0 = time.perf_counter(); q.quantize_model(calib); secs = time.perf_counter() - t0
@@ -137,7 +141,8 @@ def markdown(res) -> str:
     if d:
         lines += ["", f"## Decoding in ONNX Runtime (batch 1, 1 thread, 32-token prompt then 64 tokens)\n",
                   f"Deployed row: `{d['row']}`; {d.get('note', '')}; files: float {d['float_mb']:.0f} MB, INT4 {d['int4_mb']:.0f} MB"
-                  + (f", INT4 with the 8-bit table {d['int4_table8_mb']:.0f} MB" if 'int4_table8_mb' in d else '') + ". "
+                  + (f", INT4 with the 8-bit table {d['int4_table8_mb']:.0f} MB" if 'int4_table8_mb' in d else '')
+                  + (f", INT4 with the 4-bit table {d['int4_table4_mb']:.0f} MB" if 'int4_table4_mb' in d else '') + ". "
                   + (f"Greedy tokens equal to the fake-quantized PyTorch model's, over the {res['n_prompts']} prompts x 32 tokens: "
                      + ', '.join(f"{k} **{100 * v:.1f}%**" for k, v in d['agree'].items()) if 'agree' in d else
                      f"Greedy tokens of the INT4 file equal to the fake-quantized PyTorch model's: **{d['same_tokens']}**") + ".\n",
@@ -179,29 +184,35 @@ def main():
         q, secs, mb = quantize(model, calib, name)
         p, kl = evaluate(q.model, ev, model)
         crit, dt, gran, gs, extra = ROWS[name]
-        res['rows'][name] = dict(criteria=crit, format=f"{dt} {gran}{f' {gs}' if gs else ''}{' + uint8 dynamic activations' if 'act_dtype' in extra else ''}",
+        tab = extra.get('table')
+        res['rows'][name] = dict(criteria=crit, format=f"{dt} {gran}{f' {gs}' if gs else ''}{' + uint8 dynamic activations' if 'act_dtype' in extra else ''}{f', table {tab}' if tab else ''}",
                                  transform=extra.get('transforms', ''),
                                  ppl=p, kl=kl, agree=agreement(greedy(q.model, prompts), gf), seconds=secs, peak_mb=mb)
         print(name, json.dumps(res['rows'][name]), flush=True)
         write_results(a.out, res, markdown)
-        if name == DEPLOY: keep[name] = q
+        if name in (DEPLOY, TABLE4): keep[name] = q
         else: del q
     if not a.no_decode:
         qf = quantize(model, calib, DEPLOY, table_float=True)[0]   # (see DECODE_NOTE)
         q8 = keep.get(DEPLOY) or quantize(model, calib, DEPLOY)[0]  # the perplexity row: the tied table at 8 bits
+        q4t = keep.get(TABLE4) or quantize(model, calib, TABLE4)[0]  # the tied table at 4 bits
         tmp = Path(tempfile.mkdtemp())
         sample = dict(input_ids=prompts[0][None])
         pf_ = tmp / 'float.onnx'
         export_float_onnx(model, sample, pf_)
         p4, p48 = qf.export_onnx(sample, tmp / 'int4.onnx'), q8.export_onnx(sample, tmp / 'int4_table8.onnx')
+        p44 = q4t.export_onnx(sample, tmp / 'int4_table4.onnx')
         def tokens(p, exact): return [decode_steps(p, pr, 32, threads=1, exact=exact)[0] for pr in prompts]
-        gq, g8 = greedy(qf.model, prompts), greedy(q8.model, prompts)
+        gq, g8, g4 = greedy(qf.model, prompts), greedy(q8.model, prompts), greedy(q4t.model, prompts)
         agree = {'int4, exact': agreement(tokens(p4, True), gq), 'int4, accuracy level 4': agreement(tokens(p4, False), gq),
-                 'int4 + 8-bit table, accuracy level 4': agreement(tokens(p48, False), g8)}
+                 'int4 + 8-bit table, accuracy level 4': agreement(tokens(p48, False), g8),
+                 'int4 + 4-bit table, exact': agreement(tokens(p44, True), g4), 'int4 + 4-bit table, accuracy level 4': agreement(tokens(p44, False), g4)}
         ms = decode_speed({'float': (pf_, True), 'int4 (float32 compute)': (p4, True), 'int4 (int8 compute, accuracy level 4)': (p4, False),
-                           'int4 + 8-bit table (accuracy level 4)': (p48, False)}, prompts[0], a.runs)
+                           'int4 + 8-bit table (accuracy level 4)': (p48, False), 'int4 + 4-bit table (float32 compute)': (p44, True),
+                           'int4 + 4-bit table (accuracy level 4)': (p44, False)}, prompts[0], a.runs)
         res['decode'] = dict(row=DEPLOY, note=DECODE_NOTE, same_tokens=agree['int4, exact'] == 1.0, agree=agree,
                              float_mb=pf_.stat().st_size / 2**20, int4_mb=p4.stat().st_size / 2**20, int4_table8_mb=p48.stat().st_size / 2**20,
+                             int4_table4_mb=p44.stat().st_size / 2**20,
                              ms={k: 1000 * v for k, v in ms.items()})
         print(json.dumps(res['decode']), flush=True)
     write_results(a.out, res, markdown)

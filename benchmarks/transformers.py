@@ -6,7 +6,8 @@ Text: `doc_sentences()`, English sentences of Python's reference docs; the first
 longest sentence of each batch of 32), the other ones (disjoint, at least 1000) are the test set.
 Rows: float; fasterquant int8 weights, W8A8 static; ONNX Runtime `quantize_dynamic` and `quantize_static` (QDQ, per channel);
 fasterquant W8A8 dynamic; fasterquant int4 in groups of 32 on every linear layer and the embeddings with round-to-nearest (MSE grid,
-and per channel), GPTQ, AdaRound layer by layer, and AdaRound with each transformer layer as a block (BRECQ); ONNX Runtime's `MatMulNBitsQuantizer`
+and per channel), GPTQ, GPTQ after AWQ's per-channel scales (on this post-norm encoder only the value -> output projections
+are sites), AdaRound layer by layer, and AdaRound with each transformer layer as a block (BRECQ); ONNX Runtime's `MatMulNBitsQuantizer`
 (RTN, and GPTQ where its dependency is installed).
 Columns: mean and 1st-percentile cosine of the mean-pooled, normalised sentence embeddings with float's (computed by
 ONNX Runtime from the file; ONNX Runtime's quantizers are given the float file after its `quant_pre_process`, as its docs ask:
@@ -111,9 +112,9 @@ def main():
     import onnxruntime as ort; res['onnxruntime'] = ort.__version__
     blocks = [f"m.encoder.layer.{i}" for i in range(6)]
     lin_emb = [nn.Linear, nn.Embedding]
-    def fq(dtype, crit, types=lin_emb, act=None, gran='channel', ranges='static'):
+    def fq(dtype, crit, types=lin_emb, act=None, gran='channel', ranges='static', transforms=None):
         def f(path):
-            q = Quantizer(model, dtype=dtype, granularity=gran, criteria=crit, act_dtype=act, layer_types=types, act_ranges=ranges)
+            q = Quantizer(model, dtype=dtype, granularity=gran, criteria=crit, act_dtype=act, layer_types=types, act_ranges=ranges, transforms=transforms)
             q.quantize_model(cal); q.export_onnx(sample, path)
         return f
     ppath = d/'float_pre.onnx'   # ONNX Runtime's documented first step (`quant_pre_process`): without it its quantizers skip every MatMul
@@ -145,6 +146,7 @@ def main():
         'fq int4 rtn channel': (fq('int4', 'mse'), 'W4 per channel, MSE grid, round to nearest'),
         'fq int4 rtn': (fq('int4', 'mse', gran=g), f'W4 group {G}, MSE grid, round to nearest'),
         'fq int4 gptq': (fq('int4', 'gptq', gran=g), f'W4 group {G}, GPTQ'),
+        'fq int4 awq gptq': (fq('int4', 'gptq', gran=g, transforms='awq'), f'W4 group {G}, AWQ scales (`transforms=\'awq\'`), GPTQ'),
         'fq int4 adaround': (fq('int4', AdaRound(), gran=g), f'W4 group {G}, AdaRound layer by layer'),
         'fq int4 adaround blocks': (fq('int4', AdaRound(blocks=blocks), gran=g), f'W4 group {G}, AdaRound, each transformer layer a block'),
         'ort int4 rtn': (ort_nbits('rtn'), f'ORT MatMulNBits RTN, block {G}, symmetric (linears only)'),

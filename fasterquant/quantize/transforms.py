@@ -143,6 +143,8 @@ def scale_sites(model:nn.Module, # the float model (eval mode)
     if not cands: return []
     ref, gen = _first_out(run_model(model, b)), torch.Generator().manual_seed(seed)
     if ref is None: return []
+    if not torch.isfinite(ref).all(): raise ValueError("the model's output holds NaN or Inf on the calibration data, so no scale site can be "
+                                                       "verified: the activations overflow inside the model; fix the model or leave out transforms")
     ok = cands if _same_function(model, cands, b, ref, tol, gen) else [st for st in cands if _same_function(model, [st], b, ref, tol, gen)]
     seen, out = set(), []
     for st in ok:   # a consumer scales once
@@ -215,6 +217,9 @@ class ActScale(Transform):
             cd = calib.limit(1).to(model_device(model))
             sites = scale_sites(model, lin, probe_batch(cd[0], cd.token_masks()[0]), self.tol, self.seed)
             stats = self.stats(model, sites, calib)
+            bad = [p for p, st in stats.items() if not (torch.isfinite(st['mean']).all() and torch.isfinite(st['max']).all())]
+            if bad: raise ValueError(f"{self.name}: the inputs of the layers after {bad[0]!r} hold NaN or Inf on the calibration data, so no scale can "
+                                     "be chosen: the activations overflow inside the model; fix the model or leave out transforms")
             saved, done = {}, []
             for site in sites:
                 if site.producer not in stats: continue
