@@ -64,9 +64,9 @@ ROWS = {
 CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published)
 DEPLOY = 'awq_gptq_w4_g64'
 TABLE4 = 'awq_gptq_w4_g64_table4'   # the same with the tied table at 4 bits: decoded too
-DECODE_NOTE = ("the exact files keep the tied lm_head / embedding table in float, as the peers do: ONNX Runtime 1.32 has no float-compute "
-               "kernel for 8-bit MatMulNBits, so an 8-bit table runs its 49152 x 576 projection on a slow path unless the file runs at "
-               "accuracy level 4 (int8 compute), the last row")
+DECODE_NOTE = ("the deployed files keep the tied lm_head / embedding table in float, as the peers do; the perplexity row's 8-bit table and "
+               "a 4-bit one are decoded too, for comparison: ONNX Runtime 1.32 runs 8-bit MatMulNBits on a slow path, and the 4-bit table "
+               "costs perplexity (the _table4 row)")
 
 class PeakRSS:
     "The peak resident memory of this process above its level at entry, sampled every `dt` seconds."
