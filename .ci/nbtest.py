@@ -1,16 +1,13 @@
 #!/usr/bin/env python
 """Run the notebooks' tests like `nbdev_test`, then print one closing line `N passed, N failed` (N = notebooks).
 Usage: python .ci/nbtest.py [--flags slow] [--path GLOB] [--n_workers N]"""
-import argparse, os, sys, time, warnings
+import argparse, os, sys, time
 from nbdev.config import get_config
 from nbdev.doclinks import nbglob
-from nbdev.test import test_nb, _keep_file
+from nbdev.test import _keep_file
+from nbrun import test_nb_isolated   # (in .ci/, beside this script)
 from fastcore.parallel import parallel
 from fastcore.xtras import working_directory
-
-def _test_nb(f, **kw):
-    "`test_nb` with the warning filters it found restored afterwards: the worker processes are reused, and a notebook that\n    silences warnings must not make a later notebook's `test_warns` see none."
-    with warnings.catch_warnings(): return test_nb(f, **kw)
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
@@ -25,7 +22,7 @@ def main():
     if not files: print('0 passed, 1 failed: no notebooks found'); sys.exit(1)
     t0 = time.time()
     with working_directory(cfg.nbs_path):
-        res = parallel(_test_nb, files, skip_flags=cfg.tst_flags.split(), force_flags=a.flags.split(),
+        res = parallel(test_nb_isolated, files, skip_flags=cfg.tst_flags.split(), force_flags=a.flags.split(),
                        n_workers=a.n_workers, basepath=cfg.config_path, pause=0.01)
     for f, (ok, t) in zip(files, res): print(f"{'PASS' if ok else 'FAIL'} {t:7.1f}s  {f.relative_to(cfg.nbs_path)}")
     n_ok = sum(ok for ok, _ in res)
