@@ -221,13 +221,16 @@ class ActScale(Transform):
             if bad: raise ValueError(f"{self.name}: the inputs of the layers after {bad[0]!r} hold NaN or Inf on the calibration data, so no scale can "
                                      "be chosen: the activations overflow inside the model; fix the model or leave out transforms")
             saved, done = {}, []
-            for site in sites:
-                if site.producer not in stats: continue
-                ws = [quantizer.layers[c].weight.detach() for c in site.consumers]
-                s, a, gain = self.scale(stats[site.producer], ws, quantizer.dtype, quantizer.granularity)
-                if self.alpha is None and a == 0: continue   # the search kept scale 1: nothing to fold
-                for k, p in _site_params(model, site).items(): saved.setdefault(k, p.detach().clone())
-                _fold_scale(model, site, s); done.append((site, a, gain))
+            try:
+                for site in sites:
+                    if site.producer not in stats: continue
+                    ws = [quantizer.layers[c].weight.detach() for c in site.consumers]
+                    s, a, gain = self.scale(stats[site.producer], ws, quantizer.dtype, quantizer.granularity)
+                    if self.alpha is None and a == 0: continue   # the search kept scale 1: nothing to fold
+                    for k, p in _site_params(model, site).items(): saved.setdefault(k, p.detach().clone())
+                    _fold_scale(model, site, s); done.append((site, a, gain))
+            except BaseException:   # (Ctrl-C included) the sites folded so far are put back: never half-changed
+                self.undo(quantizer, dict(saved=saved)); raise
         finally: model.train(training)
         return dict(saved=saved, sites=done)
 
