@@ -25,7 +25,9 @@ from fasterquant.sensitivity.onnx import OnnxSensitivity, graph_blocks, onnx_nod
 from fasterquant.onnx.feeds import FeedReader
 from fasterquant.onnx.prepare import prepare_onnx
 from fasterquant.onnx.ops import ort_op_types, default_op_types
-from fasterquant.onnx.grids import get_quant_type, onnx_criteria, GRID_MARGIN, GRID_LABELS
+from fasterquant.onnx.grids import get_quant_type, onnx_criteria, grid_name, criteria_label
+from fasterquant.quantize.criteria import get_criteria
+GRID_MARGIN = get_criteria('auto').margin   # 'auto' takes the challenger this much closer to float
 from fasterquant.onnx.qdq import float_reads_float, quantized_nodes, qdq_model, QDQSettings
 from fasterquant.onnx.graph import in_dir as _in_dir, quiet_ort as _quiet
 from fasterquant.core.metrics import pick_metric
@@ -185,7 +187,7 @@ def main():
         methods = a.methods if mode != 'w4a8' else ['minmax']
         # where the default picks each node's weight grid ('auto': 4 bits), ORT's min-max grid everywhere is measured first, side by side
         # 4 bits: the grids rounded to nearest and AdaRound beside the default ('auto': GPTQ where it is clearly closer); 8 bits: GPTQ beside it
-        arms = ([('minmax', 'minmax'), ('minmax', 'mse'), ('minmax', 'output'), ('minmax', 'adaround')] if onnx_criteria('auto', wtq) == 'auto' else [('minmax', 'gptq')]) + [(m, 'auto') for m in reversed(methods)]
+        arms = ([('minmax', 'minmax'), ('minmax', 'mse'), ('minmax', 'output'), ('minmax', 'adaround')] if grid_name(onnx_criteria('auto', wtq)) == 'auto' else [('minmax', 'gptq')]) + [(m, 'auto') for m in reversed(methods)]
         for method, crit in arms:  # the default (minmax calibration, 'auto' grids) last: its scorer serves the rows below
             tag = ('' if method == 'minmax' else f' [{method}]') + {'minmax': " [ORT's min-max weight grid]", 'mse': ' [MSE-clipped weight grid]', 'output': ' [output-aware weight grid]',
                                                                       'gptq': ' [GPTQ learned rounding]', 'adaround': ' [AdaRound learned rounding]'}.get(crit, '')
@@ -194,7 +196,7 @@ def main():
             t_cal = time.perf_counter() - t
             t = time.perf_counter(); sc = sens.score(progress=False); t_score = time.perf_counter() - t
             learn_s = sens.rounding.seconds if sens.rounding else 0.
-            if crit == 'auto' and sens.rounding: tag += f' [{GRID_LABELS[sens.grid]}]'
+            if crit == 'auto' and sens.rounding: tag += f' [{criteria_label(sens.grid)}]'
             print(f"  {method}{tag}: weights {sens.grid} {sens.grid_distances} (learned in {learn_s:.0f}s); metric {sens.metric} ({sens.metric_reason}); {len(sc.scores)} scored, {len(sc.failed)} failed in {t_score:.0f}s", flush=True)
             def ours(label, ex, **extra):
                 t = time.perf_counter(); sens.quantize(tmp/'ours.onnx', ex)
@@ -296,12 +298,12 @@ def findings(res) -> list[str]:
             gd = dflt.get('grid_distances') or {}
             arm = lambda g: next((x for x in rows if x.get('default') and x.get('grid') == g), None)
             learned = dflt.get('grid_chosen') in ('gptq', 'adaround')
-            L.append(f"  - weights ({mode}): the default's 'auto' took {GRID_LABELS.get(dflt.get('grid_chosen'), 'ORT min-max')} "
+            L.append(f"  - weights ({mode}): the default's 'auto' took {criteria_label(dflt.get('grid_chosen') or 'minmax')} "
                      + (f"(taken where {1 - GRID_MARGIN:.0%} closer to float than min-max" if learned or 'gptq' in gd else f"(a clipping only {1 - GRID_MARGIN:.0%} closer than min-max")
-                     + f"; all quantized, on the calibration {w['units']}: " + ', '.join(f"distance {d:.3g} with {GRID_LABELS.get(k, k)}" for k, d in gd.items())
+                     + f"; all quantized, on the calibration {w['units']}: " + ', '.join(f"distance {d:.3g} with {criteria_label(k)}" for k, d in gd.items())
                      + (f"; learned in {dflt['learn_s']:.0f} s" if dflt.get('learn_s') else '')
                      + f"): all weight ops {100 * all_ops(dflt)['acc']:.1f}% (distance {all_ops(dflt)['distance']:.3g}, {all_ops(dflt)['mb']:.3g} MB), default {100 * dflt['acc']:.1f}% (distance {dflt['distance']:.3g})"
-                     + ''.join(f"; {GRID_LABELS.get(g, g)} everywhere: all weight ops {100 * all_ops(x)['acc']:.1f}% (distance {all_ops(x)['distance']:.3g}), default {100 * x['acc']:.1f}% (distance {x['distance']:.3g})"
+                     + ''.join(f"; {criteria_label(g)} everywhere: all weight ops {100 * all_ops(x)['acc']:.1f}% (distance {all_ops(x)['distance']:.3g}), default {100 * x['acc']:.1f}% (distance {x['distance']:.3g})"
                                for g in ('minmax', 'mse', 'output', 'adaround') for x in [arm(g)] if x is not None) + '.')
         lr = next((x for x in rows if x.get('default') and x.get('grid') == 'gptq'), None)
         if lr is not None:

@@ -169,7 +169,7 @@ def metric_label(sens) -> str:
 def sensitivity(args, model):
     "Calibrate once and score every node of `args.model` (an `OnnxSensitivity` and its `Sensitivity`); `--labels` are checked against the output before any probe."
     from fasterquant.sensitivity.onnx import OnnxSensitivity
-    from fasterquant.onnx.grids import GRID_MARGIN, GRID_LABELS
+    from fasterquant.onnx.grids import criteria_label
     from fasterquant.core.metrics import metric_name
     calib = load_calib(args.calib, model)
     if getattr(args, 'labels', None): args.label_values = load_labels(args.labels, len(next(iter(calib.values()))))
@@ -183,8 +183,8 @@ def sensitivity(args, model):
             if out.ndim != 2 or out.shape[1] < 2: raise CLIError(f"--labels needs class scores [N, classes] as the model's first output, got [N, {'x'.join(map(str, out.shape[1:]))}]")
         for s in sens.steps: print(f"prepared: {s}", file=sys.stderr)
         print(f"metric: {metric_label(sens)}", file=sys.stderr)
-        if sens.grid_distances: print(f"weights (auto): {GRID_LABELS[sens.grid]} (taken where {1 - GRID_MARGIN:.0%} closer to float than min-max, everything quantized: "
-                                      + ', '.join(f"{metric_name(sens.metric)} {d:.4g} with {GRID_LABELS[k]}" for k, d in sens.grid_distances.items()) + ")", file=sys.stderr)
+        if sens.grid_distances: print(f"weights (auto): {criteria_label(sens.grid)} (taken where {1 - sens.criteria.margin:.0%} closer to float than min-max, everything quantized: "
+                                      + ', '.join(f"{metric_name(sens.metric)} {d:.4g} with {criteria_label(k)}" for k, d in sens.grid_distances.items()) + ")", file=sys.stderr)
         res = sens.score(progress=_progress(args))
     if not res.scores: raise CLIError(f"no node of {args.model} could be scored ({len(res.failed)} failed, {len(res.skipped)} skipped): nothing to quantize")
     return sens, res
@@ -390,12 +390,12 @@ def cmd_demo(args):
 
 # %% ../../nbs/cli/00_cli.ipynb #1c8e7217
 def _add_onnx_args(p):
-    from fasterquant.onnx.grids import ONNX_CRITERIA, onnx_criteria_names
+    from fasterquant.onnx.grids import criteria_label, onnx_criteria_names
     p.add_argument('model', help="the float ONNX model")
     p.add_argument('--calib', required=True, metavar='DATA.npz', help="calibration inputs: an .npz file with one array per model input, named after it, first dim = samples")
     p.add_argument('--mode', choices=list(MODES), default='int8', help="integer formats: int8 (int8 weights, uint8 activations: x86's integer kernels; default; u8s8 is the same), s8s8 (int8 activations), w4a8 (int4 weights)")
     p.add_argument('--metric', choices=['auto', 'kl', 'kl_prob', 'mse', 'cos'], default='auto', help="how far the outputs move from the float model's: auto (default) picks from the output: probabilities -> kl_prob (no second softmax), class logits -> kl, anything else -> mse")
-    p.add_argument('--criteria', choices=onnx_criteria_names(), default='auto', help="weights: " + '; '.join(f"{k}: {label}" for k, (label, _) in ONNX_CRITERIA.items()) + " (integers learned on calibration inputs, on MSE-clipped grids, for gptq and adaround)")
+    p.add_argument('--criteria', choices=onnx_criteria_names(), default='auto', help="weights: " + '; '.join(f"{k}: {criteria_label(k)}".replace('%', '%%') for k in onnx_criteria_names()) + " (integers learned on calibration inputs, on MSE-clipped grids, for gptq and adaround)")
     p.add_argument('--calibrate-method', choices=['minmax', 'entropy', 'percentile'], default='minmax', help="activation range calibration (default minmax)")
     p.add_argument('--per-tensor', action='store_true', help="one weight scale per tensor (default: per output channel)")
     p.add_argument('--op-types', nargs='+', metavar='OP', help="op types to quantize (default: the weight ops Conv Gemm MatMul, with the chain nodes between them, see --no-chains; other elementwise ops stay float unless named here)")

@@ -8,7 +8,7 @@ import copy, io, json, os, warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, OrderedDict
 import numpy as np, torch, onnx
 from onnx import helper, numpy_helper, TensorProto
 from torch import nn, Tensor
@@ -18,7 +18,7 @@ from ..quantize.quantizer import Quantizer
 from ..quantize.emulation import integer_layers
 from .runtime import as_inputs, check_ort_int4, ort_session, ort_int8_saturates
 from ..core.utils import atomic_path, model_device, to_device
-from .graph import node_attr, set_attr, constants_to_initializers, producers
+from .graph import node_attr, set_attr, constants_to_initializers, producers, GraphIndex
 from .compact import compact_export, compact_onnx, drop_dead_taps
 from .decoder import is_causal_lm, DecoderWithCache
 
@@ -137,16 +137,6 @@ def _export_decoder(model, sample, path, opset:int, dynamic_batch:bool):
     return _finish(f, True, opset, path)
 
 # %% ../../nbs/onnx/09_export.ipynb #8f319c8a
-class _Index:
-    "Producers and consumers of each value of an ONNX graph, over a fixed list of nodes."
-    def __init__(self, g, nodes):
-        self.inits = {i.name: i for i in g.initializer}
-        self.outputs = {o.name for o in g.output}
-        self.producer = {o: i for i, n in enumerate(nodes) for o in n.output}
-        self.consumers = defaultdict(list)
-        for i, n in enumerate(nodes):
-            for v in n.input: self.consumers[v].append(i)
-
 def _source(ix, nodes, value):
     "The initializer `value` comes from, following `Identity` nodes (or None)."
     while value not in ix.inits:
@@ -340,7 +330,7 @@ def to_qdq(proto:onnx.ModelProto, # the traced graph from `export_float_onnx` (n
     widen = st.widen
     constants_to_initializers(g)
     nodes = [copy.deepcopy(n) for n in g.node]
-    ix = _Index(g, nodes)
+    ix = GraphIndex(g, nodes)
     dq_in = lambda v: v in ix.producer and nodes[ix.producer[v]].op_type == 'DequantizeLinear'
     drop, new_inits, dq_nodes, weights, defined, seen, scales, skipped, gathers, swap = set(), [], [], OrderedDict(), set(), {}, {}, [], {}, {}
     for name in st.specs:

@@ -12,9 +12,9 @@ from onnx import helper
 from ..core.utils import register_input_files
 
 # %% auto #0
-__all__ = ['node_attr', 'set_attr', 'producers', 'consumers', 'onnx_opset', 'read_onnx', 'external_files', 'check_external',
-           'model_files', 'save_onnx', 'constants_to_initializers', 'name_nodes', 'with_outputs', 'drop_unread',
-           'OnnxWarning', 'quiet_ort', 'in_dir']
+__all__ = ['node_attr', 'set_attr', 'producers', 'consumers', 'GraphIndex', 'onnx_opset', 'read_onnx', 'external_files',
+           'check_external', 'model_files', 'save_onnx', 'constants_to_initializers', 'name_nodes', 'with_outputs',
+           'drop_unread', 'OnnxWarning', 'quiet_ort', 'in_dir']
 
 # %% ../../nbs/onnx/01_graph.ipynb #c939d658
 def node_attr(node:onnx.NodeProto, # an ONNX node
@@ -41,6 +41,17 @@ def consumers(graph:onnx.GraphProto) -> dict:
     for n in graph.node:
         for i in n.input: out[i].append(n)
     return out
+
+class GraphIndex:
+    "Producers and consumers of each value of `graph` by node *position* in `nodes` (default: its nodes), with its initializers and outputs: for passes that drop or replace nodes by position."
+    def __init__(self, graph:onnx.GraphProto, nodes:list=None):
+        self.nodes = list(graph.node) if nodes is None else nodes
+        self.inits = {i.name: i for i in graph.initializer}
+        self.outputs = {o.name for o in graph.output}
+        self.producer = {o: i for i, n in enumerate(self.nodes) for o in n.output}   # value -> position of the node writing it
+        self.consumers = defaultdict(list)   # value -> positions of the nodes reading it, in order
+        for i, n in enumerate(self.nodes):
+            for v in n.input: self.consumers[v].append(i)
 
 def onnx_opset(model:onnx.ModelProto) -> int:
     "The default-domain opset the model is written against."

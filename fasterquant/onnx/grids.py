@@ -12,15 +12,13 @@ from onnxruntime.quantization import QuantType
 from ..core.registry import AxisRegistry
 from ..quantize.dtype import get_dtype
 from ..quantize.granularity import Granularity, get_granularity
-from ..quantize.criteria import get_scale_method, available_scale_methods, MSE, get_criteria
-from ..quantize.layerwise import LayerwiseCriteria
+from ..quantize.criteria import ScaleMethod, Criteria, Nearest, OutputClip, Measured, MSE, get_criteria, available_criteria
 from .ops import op_spec, weight_op_types, weight_input
 from .feeds import layer_inputs
 
 # %% auto #0
-__all__ = ['QUANT_TYPES', 'GRID_MARGIN', 'OUTPUT_GRID', 'ONNX_CRITERIA', 'LEARNED_CRITERIA', 'GRID_LABELS', 'get_quant_type',
-           'onnx_granularity', 'onnx_dtype', 'onnx_criteria_names', 'onnx_criteria', 'weight_axis', 'output_loss',
-           'weight_overrides', 'with_overrides']
+__all__ = ['QUANT_TYPES', 'get_quant_type', 'onnx_granularity', 'onnx_dtype', 'ort_grid', 'grid_name', 'criteria_label',
+           'onnx_criteria_names', 'onnx_criteria', 'weight_axis', 'output_loss', 'weight_overrides', 'with_overrides']
 
 # %% ../../nbs/onnx/04_grids.ipynb #2ef035ee
 QUANT_TYPES = AxisRegistry('quantization type', QuantType)
@@ -47,39 +45,39 @@ def onnx_dtype(t):
     except ValueError: return None
 
 # %% ../../nbs/onnx/04_grids.ipynb #d231c07b
-GRID_MARGIN = 0.9  # 'auto' leaves ORT's grid for a clipping only when it brings the all-quantized model this much closer (10%): nearer than that, it is a toss-up on a few dozen samples
-OUTPUT_GRID = 'output'   # the ONNX path's data-aware grid: each weight's clipping chosen by its node's output error on calibration samples
-# every weight choice of the ONNX path: name -> (what it is, for reports and the CLI's help; whether it learns its integers)
-ONNX_CRITERIA = {'auto': ("measured: at 4 bits GPTQ where it brings the all-quantized model a tenth closer to float than ONNX Runtime's min-max grid, else that grid", False),
-                 'minmax': ('ONNX Runtime min-max', False), 'gptq': ('GPTQ (learned rounding)', True), 'adaround': ('AdaRound (learned rounding)', True),
-                 OUTPUT_GRID: ('output-aware clipping', False), 'mse': ('MSE clipping', False), 'percentile': ('percentile clipping', False)}
-LEARNED_CRITERIA = tuple(k for k, (_, learned) in ONNX_CRITERIA.items() if learned)   # the criteria that learn their integers on the ONNX path (`learn_onnx_rounding`)
-GRID_LABELS = {k: label for k, (label, _) in ONNX_CRITERIA.items() if k != 'auto'}   # for reports
+def ort_grid(c:Criteria) -> bool:
+    "Whether the weight choice `c` leaves each weight on ONNX Runtime's own min-max grid: round-to-nearest on min-max ranges (`'minmax'`), which ORT's quantizer writes itself."
+    return type(c) is Nearest and c.scale.name == 'minmax'
+
+def grid_name(c:Criteria) -> str:
+    "The registry name of an ONNX weight choice, as `OnnxSensitivity.grid` and the reports name it: 'minmax', 'mse', 'output', 'gptq', 'auto', ..."
+    return c.scale.name if type(c) is Nearest else c.name
+
+def criteria_label(c) -> str:
+    "What an ONNX weight choice (a `Criteria` or its name) is, in words: its `label`, ORT's grid named as such."
+    c = get_criteria(c)
+    return "ONNX Runtime min-max" if ort_grid(c) else c.label
 
 def onnx_criteria_names() -> list[str]:
-    "The names the ONNX path takes for its weights (`onnx_criteria`, the CLI's `--criteria`): 'auto', ORT's grid, the learned roundings, the clippings."
-    return list(ONNX_CRITERIA)
+    "The names the ONNX path takes for its weights (`onnx_criteria`, the CLI's `--criteria`): the criteria registry, 'auto' first."
+    return sorted(available_criteria(), key=lambda n: n != 'auto')
 
-def onnx_criteria(criteria='auto', # 'auto', 'minmax' (ONNX Runtime's own grid), 'gptq' / 'adaround' (learned rounding) or a `GPTQ` / `AdaRound` value, 'output' (`OUTPUT_GRID`), a name of `available_scale_methods()`, or a `ScaleMethod`
+def onnx_criteria(criteria='auto', # a criteria name (`onnx_criteria_names`) or value: 'auto' (`Measured`), 'minmax' (ONNX Runtime's own grid), 'gptq' / 'adaround' (learned rounding), 'output' (`OutputClip`), 'mse', 'percentile', or a `ScaleMethod`
                   weight_type='int8', # weight integer type (a name, a `QDtype` or ORT's `QuantType`)
                   reduce_range:bool=False, # ORT's 7-bit weights
-                  extra_options:dict=None): # ORT quantizer `extra_options` (a `WeightSymmetric` there must fit the grid)
-    "The weights of the ONNX path: a grid (`'minmax'`, ONNX Runtime's own; `'output'`; a `ScaleMethod`), a learned rounding (`'gptq'`, `'adaround'` or such a value: a `LayerwiseCriteria`, its integers learned on its scale method's grid), or `'auto'`: at 4 bits or fewer GPTQ if the scorer measures it clearly closer to float than ORT's grid (`GRID_MARGIN`), else ORT's; at 8 bits ORT's."
+                  extra_options:dict=None) -> Criteria: # ORT quantizer `extra_options` (a `WeightSymmetric` there must fit the grid)
+    "The `Criteria` the ONNX path runs for its weights: a grid (`ort_grid`: ONNX Runtime's own; else ours, handed to ORT by `weight_overrides`), a learned rounding (a `LayerwiseCriteria`, its integers learned on its scale method's grid), or `Measured` ('auto': at 4 bits or fewer measured by the scorer, above that its first candidate, ORT's grid)."
+    c = Nearest(criteria) if isinstance(criteria, ScaleMethod) else get_criteria(criteria)
     dt = onnx_dtype(weight_type)
     sym = (extra_options or {}).get('WeightSymmetric')
     fits = dt is not None and not reduce_range and (sym is None or bool(sym) == dt.signed)
-    if isinstance(criteria, str):
-        if criteria == 'auto': return 'auto' if fits and dt.bits <= 4 else 'minmax'
-        if criteria == 'minmax': return 'minmax'
-        if criteria not in ONNX_CRITERIA and criteria not in available_scale_methods():
-            raise ValueError(f"criteria={criteria!r} is not a weight grid or rounding of the ONNX path: use {', '.join(repr(m) for m in dict.fromkeys([*ONNX_CRITERIA, *available_scale_methods()]))}")
-    if isinstance(criteria, LayerwiseCriteria) or (isinstance(criteria, str) and criteria in LEARNED_CRITERIA): m = get_criteria(criteria)
-    else: m = criteria if isinstance(criteria, str) and criteria == OUTPUT_GRID else get_scale_method(criteria)
+    if isinstance(c, Measured): return c if fits and dt.bits <= c.max_bits else get_criteria(c.candidates[0])
+    if ort_grid(c): return c
     wt = get_quant_type(weight_type)
-    if dt is None: raise ValueError(f"criteria={m} sets 2-8-bit grids, not {wt.name} weights: pass criteria='minmax' (ONNX Runtime's own grid)")
-    if reduce_range: raise ValueError(f"reduce_range=True needs ONNX Runtime's 7-bit grid: pass criteria='minmax' (got {m})")
-    if not fits: raise ValueError(f"WeightSymmetric={sym} does not fit {wt.name} weights on the {m} grid (symmetric exactly when signed): pass criteria='minmax' or drop WeightSymmetric")
-    return m
+    if dt is None: raise ValueError(f"criteria={c} sets 2-8-bit grids, not {wt.name} weights: pass criteria='minmax' (ONNX Runtime's own grid)")
+    if reduce_range: raise ValueError(f"reduce_range=True needs ONNX Runtime's 7-bit grid: pass criteria='minmax' (got {c})")
+    if not fits: raise ValueError(f"WeightSymmetric={sym} does not fit {wt.name} weights on the {c} grid (symmetric exactly when signed): pass criteria='minmax' or drop WeightSymmetric")
+    return c
 
 # %% ../../nbs/onnx/04_grids.ipynb #5c15e342
 def weight_axis(node:onnx.NodeProto, rank:int):
@@ -110,7 +108,7 @@ def output_loss(node:onnx.NodeProto, # a weight op whose op table entry has a `p
     return lambda dq: per_row((f(as_w(dq)) - ref).pow(2))
 
 def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
-                     criteria='mse', # scale method: a name of `available_scale_methods()`, a `ScaleMethod`, or 'output' (`OUTPUT_GRID`: MSE's search on the node's output error; needs `feeds`)
+                     criteria='mse', # whose grid: a criteria (name or value: its scale method's grid; 'output', `OutputClip`, searches each clipping on the node's output error and needs `feeds`) or a `ScaleMethod`
                      weight_type='int8', # weight integer type (2-8 bits)
                      granularity='channel', # 'channel': a grid per output channel; 'tensor': one per tensor (`onnx_granularity`)
                      op_types=None, # the op types whose weights get grids (default: every weight op of the op table)
@@ -118,9 +116,10 @@ def weight_overrides(model:onnx.ModelProto, # the (prepared) float model
                      n_samples:int=16) -> dict: # criteria='output': the calibration samples the outputs are compared on
     "ORT `TensorQuantOverrides` putting each weight of an `op_types` node on the grid `criteria` picks: `{initializer: [{'axis', 'scale', 'zero_point'}, ...]}`."
     per_channel = onnx_granularity(granularity).name == 'channel'
-    out_grid = isinstance(criteria, str) and criteria == OUTPUT_GRID
+    c = Nearest(criteria) if isinstance(criteria, ScaleMethod) else get_criteria(criteria)
+    out_grid = isinstance(c, OutputClip)
     if out_grid and not feeds: raise ValueError("criteria='output' chooses each weight's clipping by its node's output on calibration inputs: pass feeds (`onnx_inputs`)")
-    m, dt = MSE(n_grid=40) if out_grid else get_scale_method(criteria), onnx_dtype(weight_type)
+    m, dt = c.scale, onnx_dtype(weight_type)
     op_types = weight_op_types() if op_types is None else op_types
     inits = {t.name: t for t in model.graph.initializer}
     uses = collections.Counter(i for n in model.graph.node for i in n.input)

@@ -15,7 +15,8 @@ from .runtime import ort_session
 from .graph import read_onnx, save_onnx, producers, consumers, drop_unread, onnx_opset, quiet_ort
 from .ops import op_spec, chain_op_types, weight_op_types, default_op_types, float_output
 from .feeds import onnx_inputs, calibrate_onnx
-from .grids import onnx_granularity, get_quant_type, onnx_dtype, onnx_criteria, weight_overrides, with_overrides, OUTPUT_GRID
+from .grids import onnx_granularity, get_quant_type, onnx_dtype, onnx_criteria, ort_grid, weight_overrides, with_overrides
+from ..quantize.criteria import OutputClip, Measured
 from .prepare import prepare_onnx, needed_opset
 from .compact import drop_dead_taps, compact_onnx
 from .export import widened
@@ -39,7 +40,7 @@ def chain_nodes(model:onnx.ModelProto, # the float model
     g, q, ex, chain_ops = model.graph, set(quantized), set(exclude), chain_op_types()
     if any(not n.name for n in g.node if n.op_type in chain_ops) or '' in q: return []  # ORT picks nodes by name (`prepare_onnx` names them all)
     inits = {i.name for i in g.initializer}
-    prod = {o: n.name for n in g.node for o in n.output}
+    prod = {v: n.name for v, n in producers(g).items()}
     readers = {v: {n.name for n in ns} for v, ns in consumers(g).items()}
     unary = lambda n: op_spec(n.op_type).chain == 'unary'
     def computed(n): return [i for i in (n.input[:1] if unary(n) else n.input) if i and i not in inits]
@@ -333,8 +334,8 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     if ranges is None and calib is None: raise ValueError("quantize_onnx needs calibration inputs (`calib`) or precomputed `ranges`")
     wt, at = get_quant_type(weight_type), get_quant_type(activation_type)
     crit = onnx_criteria(criteria, wt, reduce_range, extra_options)
-    if crit == 'auto': raise ValueError("criteria='auto' measures which grid brings the model closer to float: use OnnxSensitivity (or `fasterquant onnx`), or pass criteria='output', 'mse' or 'minmax'")
-    if isinstance(crit, str) and crit == OUTPUT_GRID and weight_grids is None and calib is None: raise ValueError("criteria='output' compares each node's output on calibration inputs: pass calib (or weight_grids)")
+    if isinstance(crit, Measured): raise ValueError("criteria='auto' measures which grid brings the model closer to float: use OnnxSensitivity (or `fasterquant onnx`), or pass criteria='output', 'mse' or 'minmax'")
+    if isinstance(crit, OutputClip) and weight_grids is None and calib is None: raise ValueError("criteria='output' compares each node's output on calibration inputs: pass calib (or weight_grids)")
     learned = isinstance(crit, LayerwiseCriteria)
     if learned and calib is None: raise ValueError(f"criteria={crit.name!r} learns the integers from calibration inputs: pass calib")
     if kwargs and not learned: raise TypeError(f"quantize_onnx got unexpected arguments {sorted(kwargs)}: they are learned rounding's (criteria='gptq' or 'adaround')")
@@ -343,7 +344,7 @@ def quantize_onnx(model, # path or `ModelProto` of the float model, as shipped
     op_types = list(op_types_to_quantize or default_op_types())
     feeds = onnx_inputs(calib, src, batch_size) if calib is not None else None
     if ranges is None: ranges = calibrate_onnx(src, feeds, ranged_op_types(op_types, chains), calibrate_method, extra_options)  # our calibration defaults
-    grids = weight_grids if weight_grids is not None else {} if isinstance(crit, str) and crit == 'minmax' else weight_overrides(src, crit.scale if learned else crit, wt, granularity, op_types, feeds)
+    grids = weight_grids if weight_grids is not None else {} if ort_grid(crit) else weight_overrides(src, crit, wt, granularity, op_types, feeds)
     settings = QDQSettings(granularity, wt, at, op_types, chains, extra_options, grids, reduce_range, float_inputs)
     q = qdq_model(src, ranges, settings, nodes_to_quantize, nodes_to_exclude)
     if learned:   # learn the integers in the model as it will run, then quantize the model holding them on the same grids: ORT writes exactly them

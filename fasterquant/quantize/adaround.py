@@ -200,7 +200,7 @@ _RECON_ARGS = ('iters', 'bs', 'lr', 'reg', 'beta', 'warmup', 'tol', 'check_every
 
 class AdaRound(LayerwiseCriteria):
     "Learned rounding (Nagel et al. 2020) on the grid of `scale`, layer by layer on calibration data."
-    name = 'adaround'
+    name, label = 'adaround', 'AdaRound (learned rounding)'
     layer_defaults = dict(iters=500, bs=32, lr=2e-2, reg=0.01, beta=(20., 2.), warmup=0.2, tol=0., check_every=25, blocks=None,
                           through_act=True, solver='auto', float_target=False)
     def __init__(self,

@@ -14,26 +14,26 @@ from .grid import as_param, qparams_from_range, quantize, dequantize, QuantSpec
 
 # %% auto #0
 __all__ = ['SCALE_METHODS', 'CRITERIA', 'ScaleMethod', 'MinMax', 'MSE', 'Percentile', 'available_scale_methods',
-           'get_scale_method', 'fit_grid', 'quantize_weight', 'Criteria', 'Nearest', 'register_criteria',
-           'available_criteria', 'get_criteria']
+           'get_scale_method', 'fit_grid', 'quantize_weight', 'Criteria', 'Nearest', 'OutputClip', 'Measured',
+           'register_criteria', 'available_criteria', 'get_criteria']
 
 # %% ../../nbs/quantize/03_criteria.ipynb #abb66112
 def _row_range(r:Tensor): return r.amin(1), r.amax(1)
 
 class ScaleMethod:
     "Base class for choosing per-row ranges; `__call__` gives `(scale, zero_point)` per row."
-    name = None
+    name, label = None, None   # label: what it is, in reports
     def __call__(self, rows:Tensor, dtype:QDtype, symmetric=None): raise NotImplementedError
     def __repr__(self): return self.name
 
 class MinMax(ScaleMethod):
     "The full range of each row."
-    name = 'minmax'
+    name, label = 'minmax', 'min-max'
     def __call__(self, rows, dtype, symmetric=None): return qparams_from_range(*_row_range(rows), dtype, symmetric)
 
 class MSE(ScaleMethod):
     "Shrink each row's range by the factor in `[min_ratio, 1]` that minimises `sum|w - dq(q(w))|^p`."
-    name = 'mse'
+    name, label = 'mse', 'MSE clipping'
     def __init__(self, n_grid:int=80, min_ratio:float=0.2, p:float=2.0): store_attr()
     def __call__(self, rows, dtype, symmetric=None,
                  loss=None): # per-row error of the dequantized rows, `loss(dq) -> [rows]` (default: `sum|rows - dq|^p`; e.g. a layer's output error)
@@ -52,7 +52,7 @@ class MSE(ScaleMethod):
 
 class Percentile(ScaleMethod):
     "Clip each row at its `pct` and `100-pct` percentiles."
-    name = 'percentile'
+    name, label = 'percentile', 'percentile clipping'
     def __init__(self, pct:float=99.9): store_attr()
     def __call__(self, rows, dtype, symmetric=None):
         n = rows.shape[1]
@@ -100,8 +100,12 @@ def quantize_weight(w:Tensor, # float weight
 # %% ../../nbs/quantize/03_criteria.ipynb #13a2e2d7
 class Criteria:
     "Base of the criteria axis: a scale method for the grid and a rounding rule for the integers."
-    name, needs_data = 'criteria', False
+    name, needs_data, pytorch = 'criteria', False, True   # pytorch: the `Quantizer` runs it (else an ONNX file's weights only)
     def __init__(self, scale='mse'): self.scale = get_scale_method(scale)
+    @property
+    def label(self) -> str:
+        "What this value does, in words, for reports and the command line's help (a subclass may set it as a class attribute)."
+        return self.scale.label
     def init_spec(self, w:Tensor, dtype:QDtype, granularity:Granularity, name:str='weight', param_dtype:str='float32') -> QuantSpec:
         "Round-to-nearest on this criteria's grid (scales in `param_dtype`): the starting point of every criteria."
         return quantize_weight(w, dtype, granularity, self.scale, name, param_dtype)
@@ -116,10 +120,31 @@ class Nearest(Criteria):
     "Round-to-nearest (RTN) on the grid chosen by `scale` (`'minmax'`, `'mse'` or `'percentile'`)."
     name = 'nearest'
 
+class OutputClip(Nearest):
+    "Round-to-nearest on a grid whose clipping, per row, is MSE's search on the error of the layer's *output* over calibration inputs rather than the weight's own: an ONNX file's `'output'` weights."
+    name, needs_data, pytorch, label = 'output', True, False, 'output-aware clipping'
+    def __init__(self, n_grid:int=40): super().__init__(MSE(n_grid=n_grid))  # clippings tried per row
+    def __repr__(self): return f"output({self.scale.n_grid} clippings)"
+
+class Measured(Criteria):
+    "The weights calibration measures best: at `max_bits` or fewer, the whole model quantized with each candidate, the second taken where it brings the model `margin` closer to float than the first; above, the first: an ONNX file's `'auto'` weights."
+    name, needs_data, pytorch = 'auto', True, False
+    def __init__(self, candidates=('minmax', 'gptq'), # the default, then the challenger (criteria names or values)
+                 margin:float=0.9, # the challenger is taken where its distance to float is under `margin` times the default's (a tenth closer): nearer is a toss-up on a few dozen samples
+                 max_bits:int=4): # above this many bits the default stands, unmeasured
+        store_attr(); self.scale = None
+    @property
+    def label(self) -> str:
+        a, b = (get_criteria(c) for c in self.candidates)
+        return f"measured: at {self.max_bits} bits or fewer {b.label} where it brings the all-quantized model {1 - self.margin:.0%} closer to float than {a.label}, else {a.label}"
+    def __repr__(self): return f"auto({', '.join(map(str, self.candidates))})"
+
 # %% ../../nbs/quantize/03_criteria.ipynb #2b70fdae
 CRITERIA = AxisRegistry('criteria', Criteria)
 for _n in available_scale_methods(): CRITERIA.register(_n, lambda s=_n: Nearest(s))
 CRITERIA.register('nearest', lambda: Nearest('mse'))
+CRITERIA.register('output', OutputClip)
+CRITERIA.register('auto', Measured)
 
 def register_criteria(name:str, factory):
     "Make `name` a string shortcut for the criteria built by `factory()`."

@@ -98,7 +98,7 @@ def float_target(job:LayerJob, # a layer whose target is its own output in the f
 
 class GPTQ(LayerwiseCriteria):
     "GPTQ (Frantar et al. 2022): Hessian-weighted rounding with error feedback on the grid of `scale`, layer by layer on calibration data."
-    name = 'gptq'
+    name, label = 'gptq', 'GPTQ (learned rounding)'
     layer_defaults = dict(damp=0.01, block=128, act_order=True, float_target=True)
     def __init__(self,
                  scale='mse', # scale method of the grid: 'mse' | 'minmax' | 'percentile' | a `ScaleMethod`

@@ -61,6 +61,9 @@ class Quantizer:
                              "model.to_empty(device='cpu') then model.load_state_dict(...), then quantize it")
         self.granularity = get_granularity(granularity, group_size)
         self.context, self.criteria = get_context(context), get_criteria(criteria)
+        if not self.criteria.pytorch:
+            raise ValueError(f"criteria={self.criteria.name!r} ({self.criteria.label}) chooses the weights of an ONNX file: pass it to quantize_onnx or "
+                             "`fasterquant onnx`; on a PyTorch model use 'mse', 'gptq' or 'adaround'")
         self.schedule, self.dtype = get_schedule(schedule), get_dtype(dtype)
         if is_gradual(self.schedule):
             raise ValueError(f"schedule={self.schedule.name!r} ramps quantization over training: pass it to "

@@ -17,7 +17,8 @@ from ..onnx.runtime import run_feeds, ort_session
 from ..onnx.graph import consumers, read_onnx
 from ..onnx.ops import default_op_types
 from ..onnx.feeds import onnx_inputs, calibrate_onnx
-from ..onnx.grids import onnx_granularity, get_quant_type, onnx_criteria, weight_overrides, GRID_MARGIN
+from ..onnx.grids import onnx_granularity, get_quant_type, onnx_criteria, ort_grid, grid_name, weight_overrides
+from ..quantize.criteria import Measured, get_criteria
 from ..onnx.prepare import prepare_onnx, needed_opset
 from ..onnx.qdq import (QDQSettings, qdq_model, chain_nodes, quantized_nodes, ranged_op_types, check_names, check_out,
                                   finished_onnx, write_onnx, n_qdq)
@@ -81,7 +82,7 @@ class OnnxSensitivity:
                  weight_type='int8', # weight integer type
                  activation_type='uint8', # activation integer type (uint8: ONNX Runtime's x86 integer kernels)
                  calibrate_method='minmax', # ORT calibration method
-                 criteria='auto', # weights (`onnx_criteria`): 'auto' (at 4 bits, GPTQ where it brings the all-quantized model `GRID_MARGIN` closer to float than ORT's min-max grid; ORT's at 8), 'minmax', 'gptq', 'adaround', 'output', 'mse', 'percentile'
+                 criteria='auto', # weights (`onnx_criteria`): 'auto' (`Measured`: at 4 bits, GPTQ where it brings the all-quantized model its `margin` closer to float than ORT's min-max grid; ORT's at 8), 'minmax', 'gptq', 'adaround', 'output', 'mse', 'percentile'
                  op_types_to_quantize:list=None, # op types to score and quantize (default: `default_op_types()`, the weight ops)
                  chains:bool=True, # also quantize the nodes that join the quantized ones' integer chains (`chain_nodes`); they follow, never scored
                  extra_options:dict=None, # ORT quantizer `extra_options`
@@ -105,9 +106,10 @@ class OnnxSensitivity:
         self.steps = []
         self.model = prepare_onnx(model, needed_opset(self.weight_type, self.activation_type), self.steps)
         self.feeds = onnx_inputs(calib, self.model, batch_size, n_batches)
-        auto, learned = isinstance(self.criteria, str) and self.criteria == 'auto', isinstance(self.criteria, LayerwiseCriteria)
-        self.grid = 'minmax' if auto else self.criteria.name if learned else str(self.criteria)   # the grid (or learned rounding) in use, by name
-        self.weight_overrides, self.grid_distances = ({} if auto or learned else self._overrides(self.criteria)), {}   # the grids in use (ORT's own for any weight not here)
+        auto, learned = isinstance(self.criteria, Measured), isinstance(self.criteria, LayerwiseCriteria)
+        first, other = (get_criteria(c) for c in self.criteria.candidates) if auto else (self.criteria, None)   # 'auto': the default, and the challenger measured against it
+        self.grid = grid_name(first)   # the grid (or learned rounding) in use, by name
+        self.weight_overrides, self.grid_distances = ({} if learned else self._overrides(first)), {}   # the grids in use (ORT's own for any weight not here)
         self.rounding, self.roundings = None, {}   # learned rounding: the `OnnxRounding` learned with every target quantized; per exclusion, `(OnnxRounding, float weights)`
         self.n_calibrations, self.run_s = 0, 0.   # run_s: seconds the probes spent in ONNX Runtime's forward passes (sessions opened not counted)
         if ranges is None:
@@ -124,18 +126,19 @@ class OnnxSensitivity:
             self.cut_off = 'the model has control flow (If/Loop/Scan)'
         if learned: self.learn_rounding(self.criteria)
         if auto:   # measured, not guessed: the all-quantized model on ORT's grid and with GPTQ's integers, against float on the calibration inputs
-            try: self.grid_distances['minmax'] = self.distance()
-            except Exception: self.grid_distances['minmax'] = math.nan   # ORT could not build or run that model
-            self.learn_rounding('gptq')
-            try: self.grid_distances['gptq'] = self.distance()
-            except Exception: self.grid_distances['gptq'] = math.nan
-            d_ort, d = self.grid_distances['minmax'], self.grid_distances['gptq']
-            if math.isfinite(d) and not d >= GRID_MARGIN * d_ort: self.grid = 'gptq'
-            else: self.weight_overrides, self.rounding, self.roundings = {}, None, {}
+            for c in (first, other):
+                if c is other:
+                    if isinstance(c, LayerwiseCriteria): self.learn_rounding(c)
+                    else: self.weight_overrides = self._overrides(c)
+                try: self.grid_distances[grid_name(c)] = self.distance()
+                except Exception: self.grid_distances[grid_name(c)] = math.nan   # ORT could not build or run that model
+            d_first, d = self.grid_distances[grid_name(first)], self.grid_distances[grid_name(other)]
+            if math.isfinite(d) and not d >= self.criteria.margin * d_first: self.grid = grid_name(other)
+            else: self.weight_overrides, self.rounding, self.roundings = self._overrides(first), None, {}
 
     def _overrides(self, criteria) -> dict:
         "`weight_overrides` for `criteria` (a grid) on the stored model and feeds: {} for ORT's own."
-        if isinstance(criteria, str) and criteria == 'minmax': return {}
+        if ort_grid(criteria): return {}
         return weight_overrides(self.model, criteria, self.weight_type, self.granularity, self.op_types, self.feeds)
 
     def _float_inits(self) -> set:
@@ -238,7 +241,7 @@ def learn_rounding(self:OnnxSensitivity, criteria='gptq', # a learned rounding: 
     crit = onnx_criteria(criteria, self.weight_type, self.reduce_range, self.extra_options)
     if not isinstance(crit, LayerwiseCriteria): raise ValueError(f"learn_rounding needs a learned rounding ('gptq', 'adaround'), got {crit!r}")
     key = frozenset(nodes_to_exclude or [])
-    if not key: self.weight_overrides, self.rounding, self.roundings = self._overrides(crit.scale), None, {}   # new grids, everything learned again
+    if not key: self.weight_overrides, self.rounding, self.roundings = self._overrides(crit), None, {}   # new grids (its scale method's), everything learned again
     elif self.rounding is None: raise ValueError("learn the rounding with every target quantized first (learn_rounding() without nodes_to_exclude): its grids are the ones kept")
     r = learn_onnx_rounding(self.model, self.quantized_model(list(key)), self.feeds, crit, **{'progress': self.progress, **kwargs})
     self.roundings[key] = (r, {t.name: t for t in self.model.graph.initializer if t.name in r.weights})
