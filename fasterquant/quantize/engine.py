@@ -419,20 +419,23 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
         def fit_weight(members, datas):
             "Fit one weight on the cached data of the layers in `datas` (`(name, inputs, targets, post)` each); every layer of `members` takes the integers."
             name, layer = datas[0][0], quantizer.layers[datas[0][0]]
-            if any(d[3] is not None for d in datas): datas = datas[:1]   # targets through different activations: fitted on its first layer's
+            if len(datas) > 1 and any(d[3] is not None and not d[3].elementwise for d in datas): datas = datas[:1]   # a BatchNorm after one of them: fitted on its first layer's
             for n, xs, ys, _ in datas: _check_finite(n, layer, xs, ys)
-            post = datas[0][3]
-            rows = isinstance(layer, nn.Linear) and datas[0][1][0].dim() >= 3 and (post is None or post.elementwise)   # token rows [B·L, D]
-            try: parts = [_cache(xs, ys, max_mem / len(datas), gen, masks, rows) for _, xs, ys, _ in datas]
+            rows = isinstance(layer, nn.Linear) and datas[0][1][0].dim() >= 3 and all(d[3] is None or d[3].elementwise for d in datas)   # token rows [B·L, D]
+            try: parts = [_cache(xs, ys, max_mem / len(datas), gen, masks, rows) + (post,) for _, xs, ys, post in datas]
             except (RuntimeError, ValueError) as e: raise _engine_error('caching the inputs of layer', name, layer, e, datas[0][1]) from e
             parts = [p for p in parts if p[0].shape[1:] == parts[0][0].shape[1:] and p[1].shape[1:] == parts[0][1].shape[1:]]
-            xq, yf, rps = parts[0]
-            if len(parts) > 1:   # one weight, every layer's rows: shuffled together, so each minibatch sees all of them
+            xq, yf, rps, post = parts[0]
+            seg = None
+            if len(parts) > 1:   # one weight, every layer's rows: shuffled together, so each minibatch sees all of them, each row through its own layer's post
                 xq, yf = torch.cat([p[0].float() for p in parts]), torch.cat([p[1].float() for p in parts])
                 keep = torch.randperm(len(xq), generator=gen)
                 xq, yf, rps = xq[keep], yf[keep], sum(p[2] for p in parts)
+                if any(p[3] is not None for p in parts):
+                    post, seg = [p[3] for p in parts], torch.cat([torch.full((len(p[0]),), k) for k, p in enumerate(parts)])[keep].to(xq.device)
             spec = quantizer.specs[name]
-            job = LayerJob(name, layer, spec, quantizer.float_weight(name), xq, yf.to(xq.device), post, gen, run.bar, rps)
+            job = LayerJob(name, layer, spec, quantizer.float_weight(name), xq, yf.to(xq.device), post, gen, run.bar, rps, seg)
+            if len(parts) > 1: job.own_targets()   # the float network's targets for a later reader carry the error of the earlier ones, which this very fit changes
             run.show(name)
             try:
                 with torch.enable_grad(): q = fit(job)

@@ -65,15 +65,32 @@ class LayerJob(ReconJob):
                  post=None, # callable continuing the layer output (batch norm, activation), or None: the target is the layer's own output
                  generator=None, # random generator for minibatches
                  bar=None, # parent progress bar (`walk_bar`)
-                 rows_per_sample:float=1.): # cached rows per calibration sample (tokens per sequence for a linear layer's token rows)
+                 rows_per_sample:float=1., # cached rows per calibration sample (tokens per sequence for a linear layer's token rows)
+                 seg:Tensor=None): # with a list of `post`s (one weight read by layers whose outputs continue differently): each cached row's index into it
         store_attr()
-        self.own_output = post is None  # the loss is then quadratic in the weight (`QuadraticRecon`)
-        self.post = post or (lambda t: t)
+        posts = post if isinstance(post, (list, tuple)) else [post]
+        self.own_output = all(p is None for p in posts)  # the loss is then quadratic in the weight (`QuadraticRecon`)
+        self.posts = [p or (lambda t: t) for p in posts]
+        self.post = self.posts[0]
+        if len(self.posts) > 1 and (seg is None or len(seg) != len(x)): raise ValueError("several `post`s need `seg`, a post index per cached row")
         self._fwd = _weight_fn(layer)
         self.channel_dim = -1 if isinstance(layer, nn.Linear) else 1
-    def output(self, x:Tensor, w:Tensor) -> Tensor:
-        "The layer's output on inputs `x` with weight `w`, continued through `post`: what is compared with `y`."
-        return self.post(self._fwd(x.float(), w))
+    def output(self, x:Tensor, w:Tensor, seg:Tensor=None) -> Tensor:
+        "The layer's output on inputs `x` with weight `w`, continued through `post` (each row through its own, `seg`, where there are several): what is compared with `y`."
+        z = self._fwd(x.float(), w)
+        if len(self.posts) == 1: return self.post(z)
+        out = self.posts[0](z)
+        for k, p in enumerate(self.posts[1:], 1):   # elementwise posts: each row keeps its own layer's
+            out = torch.where((seg == k).view(-1, *[1] * (z.dim() - 1)), p(z), out)
+        return out
+    def loss(self, idx, w) -> Tensor:
+        "`recon_loss` on the samples `idx` (a slice or index tensor) with weights `w`."
+        return recon_loss(self.output(self.x[idx], w, None if self.seg is None else self.seg[idx]), self.y[idx].float(), self.channel_dim)
+    @torch.no_grad()
+    def own_targets(self, chunk:int=4096):
+        "Make the targets the layer's own float output on the cached inputs (through each row's `post`), in place of the float network's."
+        seg = lambda i: None if self.seg is None else self.seg[i:i + chunk]
+        self.y = torch.cat([self.output(self.x[i:i + chunk], self.weight, seg(i)) for i in range(0, len(self.x), chunk)])
     def live_columns(self) -> Tensor:
         "`live_columns` of the layer on the cached inputs (computed once), or None for a layer `layer_rows` does not unfold."
         if type(self.layer) not in ROW_LAYERS: return None
