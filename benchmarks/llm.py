@@ -9,7 +9,8 @@ Rows: float; weights of every linear layer inside the decoder layers quantized, 
 the row's granularity, round to nearest (a table lookup: `lookup_layers`; the peers keep it in 16-bit float by default; rows
 ending `_table4` put it at 4 bits), by round-to-nearest on an MSE grid (`nearest`) or GPTQ (activation order, fixed grouped grid) in the
 formats named by the row (`gptq`: each layer's target the float network's output, fasterquant's default; `gptq own`: the layer's own
-float weight on the quantized inputs, as published); a group size that does not divide a layer's width (128 on 576) leaves a shorter
+float weight on the quantized inputs, as published; `signround blocks`: SignRound, 200 signed-gradient steps on the rounding offsets of each
+decoder layer's 7 linears together, on the layer's output, in the spirit of AutoRound); a group size that does not divide a layer's width (128 on 576) leaves a shorter
 last group; W8A8 with per-token dynamic activations (uint8, ONNX Runtime's `DynamicQuantizeLinear`). Rows named `awq_` first scale each
 input channel of the linears by an exponent searched per site (`transforms='awq'`, `ActScale`), `smooth_` by SmoothQuant's fixed 0.5,
 folded into the norm or linear before (the float function unchanged).
@@ -57,11 +58,14 @@ ROWS = {
     'awq_gptq_w4_g64_asym': ('gptq own', 'uint4', 'group', 64, dict(transforms='awq')),
     'awq_gptq_w4_g64_table4': ('gptq own', 'int4', 'group', 64, dict(transforms='awq', table='int4')),
     'awq_gptq_w3_g64':  ('gptq own', 'int3', 'group', 64, dict(transforms='awq')),
+    'signround_w4_g64': ('signround blocks', 'int4', 'group', 64, {}),
     'rtn_w8_channel':   ('nearest', 'int8', 'channel', None, {}),
     'rtn_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic')),
     'smooth_w8a8_dynamic': ('nearest', 'int8', 'channel', None, dict(act_dtype='uint8', act_ranges='dynamic', transforms='smoothquant')),
 }
-CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published)
+DECODER_BLOCKS = [f'model.layers.{i}' for i in range(30)]   # SmolLM2's decoder layers
+CRITERIA = {'nearest': lambda: 'nearest', 'gptq': lambda: GPTQ(), 'gptq own': lambda: GPTQ(float_target=False),
+            'signround blocks': lambda: SignRound(blocks=DECODER_BLOCKS)}   # 'gptq own': each layer's target its own float output on the quantized inputs (GPTQ as published); 'signround blocks': 200 signed steps per decoder layer, its 7 linears learned together
 DEPLOY = 'awq_gptq_w4_g64'
 TABLE4 = 'awq_gptq_w4_g64_table4'   # the same with the tied table at 4 bits: decoded too
 DECODE_NOTE = ("the deployed files keep the tied lm_head / embedding table in float, as the peers do; the perplexity row's 8-bit table and "

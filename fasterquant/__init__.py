@@ -14,7 +14,7 @@ def _is_command() -> bool:
     "Whether this process is the `fasterquant` command (its console script), not a program importing the library."
     return _Path((getattr(_sys, 'argv', None) or [''])[0]).name in ('fasterquant', 'fasterquant.exe', 'fasterquant-script.py')
 
-try: import fasterquant.quantize.adaround, fasterquant.quantize.gptq, fasterquant.sensitivity.torch  # register 'adaround', 'gptq', 'exclude', 'mixed'
+try: import fasterquant.quantize.adaround, fasterquant.quantize.gptq, fasterquant.quantize.signround, fasterquant.sensitivity.torch  # register 'adaround', 'gptq', 'signround', 'exclude', 'mixed'
 except KeyboardInterrupt:   # Ctrl-C while torch loads, in the command's first second: the command's one line and exit status 130
     if not _is_command(): raise
     print("fasterquant: interrupted; nothing written", file=_sys.stderr)

@@ -10,7 +10,7 @@ import fasterquant.quantize.dtype as _dtype, fasterquant.quantize.granularity as
 import fasterquant.quantize.criteria as _criteria, fasterquant.quantize.context as _context, fasterquant.quantize.schedule as _schedule
 import fasterquant.quantize.fold as _fold, fasterquant.quantize.transforms as _transforms, fasterquant.quantize.placement as _placement, fasterquant.quantize.emulation as _emulation
 import fasterquant.quantize.quantizer as _quantizer, fasterquant.quantize.layerwise as _layerwise, fasterquant.quantize.engine as _engine
-import fasterquant.quantize.blocks as _blocks, fasterquant.quantize.adaround as _adaround, fasterquant.quantize.gptq as _gptq
+import fasterquant.quantize.blocks as _blocks, fasterquant.quantize.adaround as _adaround, fasterquant.quantize.gptq as _gptq, fasterquant.quantize.signround as _signround
 from .dtype import *
 from .granularity import *
 from .grid import *
@@ -27,4 +27,5 @@ from .engine import *
 from .blocks import *
 from .adaround import *
 from .gptq import *
-__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _transforms, _placement, _emulation, _quantizer, _layerwise, _engine, _blocks, _adaround, _gptq) for n in m.__all__]
+from .signround import *
+__all__ = [n for m in (_dtype, _granularity, _grid, _criteria, _context, _schedule, _fold, _transforms, _placement, _emulation, _quantizer, _layerwise, _engine, _blocks, _adaround, _gptq, _signround) for n in m.__all__]
