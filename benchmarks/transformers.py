@@ -7,7 +7,7 @@ longest sentence of each batch of 32), the other ones (disjoint, at least 1000) 
 Rows: float; fasterquant int8 weights, W8A8 static; ONNX Runtime `quantize_dynamic` and `quantize_static` (QDQ, per channel);
 fasterquant W8A8 dynamic; fasterquant int4 in groups of 32 on every linear layer and the embeddings with round-to-nearest (MSE grid,
 and per channel), GPTQ, GPTQ after AWQ's per-channel scales (on this post-norm encoder only the value -> output projections
-are sites), AdaRound layer by layer, and AdaRound with each transformer layer as a block (BRECQ); ONNX Runtime's `MatMulNBitsQuantizer`
+are sites), AdaRound layer by layer, AdaRound with each transformer layer as a block (BRECQ), and SignRound (AutoRound's signed-gradient rounding) with each transformer layer as a block; ONNX Runtime's `MatMulNBitsQuantizer`
 (RTN, and GPTQ where its dependency is installed).
 Columns: mean and 1st-percentile cosine of the mean-pooled, normalised sentence embeddings with float's (computed by
 ONNX Runtime from the file; ONNX Runtime's quantizers are given the float file after its `quant_pre_process`, as its docs ask:
@@ -149,6 +149,7 @@ def main():
         'fq int4 awq gptq': (fq('int4', 'gptq', gran=g, transforms='awq'), f'W4 group {G}, AWQ scales (`transforms=\'awq\'`), GPTQ'),
         'fq int4 adaround': (fq('int4', AdaRound(), gran=g), f'W4 group {G}, AdaRound layer by layer'),
         'fq int4 adaround blocks': (fq('int4', AdaRound(blocks=blocks), gran=g), f'W4 group {G}, AdaRound, each transformer layer a block'),
+        'fq int4 signround blocks': (fq('int4', SignRound(blocks=blocks), gran=g), f'W4 group {G}, SignRound (signed-gradient rounding, 200 steps), each transformer layer a block'),
         'ort int4 rtn': (ort_nbits('rtn'), f'ORT MatMulNBits RTN, block {G}, symmetric (linears only)'),
         'ort int4 gptq': (ort_nbits('gptq'), f'ORT MatMulNBits GPTQ, block {G} (linears only)'),
     }
