@@ -13,8 +13,8 @@ from ..core.utils import LeafTracer
 from .grid import QuantSpec
 
 # %% auto #0
-__all__ = ['bn_pairs', 'fold_bn_into', 'BNFold', 'bn_factor', 'fold_batchnorm', 'unfold_batchnorm', 'mirror_spec', 'fold_spec',
-           'conv1d_as_linear']
+__all__ = ['param_owners', 'bn_pairs', 'fold_bn_into', 'BNFold', 'bn_factor', 'fold_batchnorm', 'unfold_batchnorm', 'mirror_spec',
+           'fold_spec', 'conv1d_as_linear']
 
 # %% ../../nbs/quantize/06_fold.ipynb #3f6a33b5
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -23,6 +23,13 @@ _FOLDABLE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
 def _ok(layer, bn) -> bool:
     n_out = layer.out_features if isinstance(layer, nn.Linear) else layer.out_channels
     return bn.track_running_stats and bn.running_mean is not None and bn.num_features == n_out
+
+def param_owners(model:nn.Module) -> dict:
+    "`{id(parameter): how many modules hold it}`: a parameter held by two modules (a tied weight) must not be rewritten for one of them."
+    owners = {}
+    for m in model.modules():
+        for p in m.parameters(recurse=False): owners[id(p)] = owners.get(id(p), 0) + 1
+    return owners
 
 def bn_pairs(model:nn.Module) -> OrderedDict:
     "`{layer name: batchnorm name}` for every Conv/Linear whose output feeds only a BatchNorm that can be folded into it."
@@ -41,10 +48,7 @@ def bn_pairs(model:nn.Module) -> OrderedDict:
     calls = {}
     for n in graph.nodes:
         if n.op == 'call_module': calls.setdefault(n.target, []).append(n)
-    owners = {}
-    for m in mods.values():
-        for p in m.parameters(recurse=False): owners[id(p)] = owners.get(id(p), 0) + 1
-    pairs = OrderedDict()
+    owners, pairs = param_owners(model), OrderedDict()
     for name, ns in calls.items():
         layer = mods.get(name)
         if not isinstance(layer, _FOLDABLE) or len(ns) != 1 or len(ns[0].users) != 1: continue

@@ -14,6 +14,7 @@ from ..core.registry import AxisRegistry
 from ..core.calib import token_scope, token_rows, batch_tensors, map_tensors
 from ..core.utils import run_model, model_device
 from .criteria import quantize_weight
+from .fold import param_owners
 
 # %% auto #0
 __all__ = ['TRANSFORMS', 'Transform', 'FoldBatchNorm', 'ScaleSite', 'probe_batch', 'scale_sites', 'ActScale', 'get_transforms']
@@ -78,12 +79,6 @@ def _site_params(model, site:ScaleSite) -> dict:
     return {f"{m}.{k}": p for m in mods for k, p in model.get_submodule(m).named_parameters(recurse=False) if k in ('weight', 'bias')}
 
 # %% ../../nbs/quantize/06d_transforms.ipynb #12c2ff96
-def _owners(model) -> dict:
-    n = {}
-    for m in model.modules():
-        for p in m.parameters(recurse=False): n[id(p)] = n.get(id(p), 0) + 1
-    return n
-
 def _candidates(model, linears:list, batch) -> list:
     "Candidate sites from one forward: a norm whose output tensor a linear reads, or an earlier linear of the same parent writing as many channels."
     names = {m: n for n, m in model.named_modules()}
@@ -102,7 +97,7 @@ def _candidates(model, linears:list, batch) -> list:
     try: run_model(model, batch)
     finally:
         for h in hs: h.remove()
-    owners, by_norm, sites = _owners(model), OrderedDict(), []
+    owners, by_norm, sites = param_owners(model), OrderedDict(), []
     for n, (norm, before) in reads.items():
         c = lin[n]
         if n not in asked or calls[n] != 1 or owners.get(id(c.weight), 0) > 1: continue
@@ -242,9 +237,10 @@ class ActScale(Transform):
 
     def describe(self, record) -> str:
         if not record or not record['sites']: return f"{self.name}: no site scaled"
-        a = [x for _, x, _ in record['sites']]
+        a, g = [x for _, x, _ in record['sites']], sorted(x for _, _, x in record['sites'] if x is not None)
         return (f"{self.name}: {len(a)} sites scaled ({'; '.join(str(s) for s, _, _ in record['sites'][:2])}"
-                f"{', ...' if len(a) > 2 else ''}); exponent {min(a):.2f}-{max(a):.2f}")
+                f"{', ...' if len(a) > 2 else ''}); exponent {min(a):.2f}-{max(a):.2f}"
+                + (f"; round-to-nearest output error {g[len(g) // 2]:.2f}x the unscaled one (median over sites)" if g else ''))
 
 # %% ../../nbs/quantize/06d_transforms.ipynb #3668f01a
 TRANSFORMS = AxisRegistry('transform', Transform, " (BatchNorm folding is `fold_bn=True`)")
