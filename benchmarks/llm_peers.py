@@ -29,6 +29,7 @@ import numpy as np, onnx, torch
 from torch import nn
 from fasterquant.all import *
 from fasterquant.onnx.runtime import ort_session
+from fasterquant.core.utils import atomic_path
 from fasterquant.onnx.decoder import decode_steps
 from fasterquant.data.datasets import smollm2, doc_token_windows
 from results_io import add_results_args, write_results, rendered, machine
@@ -130,7 +131,8 @@ def markdown(res) -> str:
              f"Machine: {res['machine']}; torch {res['torch']}, {res['threads']} threads. Calibration: {res['n_calib']} windows of 256 tokens; "
              f"evaluation: {res['n_eval']} windows of the disjoint half of the documents; greedy agreement over {res['n_prompts']} prompts x 32 tokens; "
              f"AutoRound {res['iters']} iterations per block. Decoder linears at 4 bits in groups of 64, the tied table in float, for every row. "
-             "Written by `benchmarks/llm_peers.py` (in `.venv-llm-peers`).\n",
+             "Written by `benchmarks/llm_peers.py` (in `.venv-llm-peers`). Peak MB: resident memory above the process's level when the row "
+             "started; memory an earlier row freed is reused first, so it undercounts the later rows." + (f" {res['note']}" if res.get('note') else '') + "\n",
              "| row | tool | weights | perplexity | vs float | KL to float | greedy agreement | quantize s | peak MB |",
              "|---|---|---|---|---|---|---|---|---|",
              f"| float | | float32 | {f['ppl']:.3f} | 1.000 | 0 | 100% | | |"]
@@ -146,11 +148,15 @@ def main():
     ap.add_argument('--n-calib', type=int, default=32)
     ap.add_argument('--n-eval', type=int, default=64)
     ap.add_argument('--n-prompts', type=int, default=8)
+    ap.add_argument('--note', default=None, help="a remark on this run for the results file (e.g. what else shared the machine)")
     add_results_args(ap, 'llm_peers')
     a = ap.parse_args()
+    out = Path(a.out).with_suffix('.json')
+    if a.note is not None and out.exists():   # a remark added to the stored results, then rendered
+        d = json.loads(out.read_text()); d['note'] = a.note
+        with atomic_path(out) as t: Path(t).write_text(json.dumps(d, indent=1))
     if rendered(a, markdown): return
     warnings.filterwarnings('ignore'); set_progress('log')
-    out = Path(a.out).with_suffix('.json')
     old = json.loads(out.read_text()) if out.exists() else {}
     model, tok = smollm2()
     cal = doc_token_windows(tok, 'calib')[:a.n_calib]
@@ -161,7 +167,7 @@ def main():
     gf = greedy(model, prompts)
     same = old.get('n_calib') == len(cal) and old.get('n_eval') == len(ev) and old.get('iters') == a.iters
     res = dict(machine=machine(), torch=torch.__version__, threads=torch.get_num_threads(), n_calib=len(cal), n_eval=len(ev),
-               n_prompts=len(prompts), iters=a.iters, float=dict(ppl=pf), rows=dict(old.get('rows', {})) if same else {})
+               n_prompts=len(prompts), iters=a.iters, float=dict(ppl=pf), rows=dict(old.get('rows', {})) if same else {}, note=a.note)
     names = a.only if a.only is not None else list(ROWS) + list(ONNX_ROWS)
     bad = [n for n in names if n not in ROWS and n not in ONNX_ROWS]
     if bad: sys.exit(f"unknown rows {bad}: pick from {list(ROWS) + list(ONNX_ROWS)}")
