@@ -105,6 +105,15 @@ def greedy(model, prompts, n=32):
     return [model.generate(p[None], attention_mask=torch.ones_like(p[None]), max_new_tokens=n, do_sample=False,
                            pad_token_id=0)[0, len(p):].tolist() for p in prompts]
 
+def setup(n_calib:int, n_eval:int, n_prompts:int):
+    "SmolLM2 and its tokenizer, the calibration and evaluation windows, calibration batches of 4, the prompts, float's perplexity and greedy tokens."
+    model, tok = smollm2()
+    cal = doc_token_windows(tok, 'calib')[:n_calib]
+    ev = doc_token_windows(tok, 'eval')[:n_eval]
+    calib = [dict(input_ids=cal[i:i + 4]) for i in range(0, len(cal), 4)]
+    prompts = [w[:32] for w in ev[:n_prompts]]
+    return model, tok, cal, ev, calib, prompts, evaluate(model, ev)[0], greedy(model, prompts)
+
 def agreement(a, b) -> float:
     return float(np.mean([np.mean([x == y for x, y in zip(u, v)]) for u, v in zip(a, b)]))
 
@@ -170,13 +179,7 @@ def main():
     warnings.filterwarnings('ignore'); set_progress('log')
     out = Path(a.out).with_suffix('.json')
     old = json.loads(out.read_text()) if out.exists() else {}
-    model, tok = smollm2()
-    cal = doc_token_windows(tok, 'calib')[:a.n_calib]
-    ev = doc_token_windows(tok, 'eval')[:a.n_eval]
-    calib = [dict(input_ids=cal[i:i + 4]) for i in range(0, len(cal), 4)]
-    prompts = [w[:32] for w in ev[:a.n_prompts]]
-    pf, _ = evaluate(model, ev)
-    gf = greedy(model, prompts)
+    model, tok, cal, ev, calib, prompts, pf, gf = setup(a.n_calib, a.n_eval, a.n_prompts)
     res = dict(machine=machine(), torch=torch.__version__, threads=torch.get_num_threads(), n_calib=len(cal), n_eval=len(ev),
                n_prompts=len(prompts), float=dict(ppl=pf), rows=dict(old.get('rows', {})), decode=old.get('decode'))
     if old.get('n_calib') not in (None, len(cal)) or old.get('n_eval') not in (None, len(ev)): res['rows'] = {}

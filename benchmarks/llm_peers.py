@@ -31,9 +31,8 @@ from fasterquant.all import *
 from fasterquant.onnx.runtime import ort_session
 from fasterquant.core.utils import atomic_path
 from fasterquant.onnx.decoder import decode_steps
-from fasterquant.data.datasets import smollm2, doc_token_windows
 from results_io import add_results_args, write_results, rendered, machine
-from llm import evaluate, greedy, agreement, PeakRSS
+from llm import evaluate, greedy, agreement, PeakRSS, setup
 
 def decoder_linears(model) -> dict:
     "`{name: nn.Linear}` inside the decoder layers (`lm_head` and the table excluded)."
@@ -158,13 +157,7 @@ def main():
     if rendered(a, markdown): return
     warnings.filterwarnings('ignore'); set_progress('log')
     old = json.loads(out.read_text()) if out.exists() else {}
-    model, tok = smollm2()
-    cal = doc_token_windows(tok, 'calib')[:a.n_calib]
-    ev = doc_token_windows(tok, 'eval')[:a.n_eval]
-    calib = [dict(input_ids=cal[i:i + 4]) for i in range(0, len(cal), 4)]
-    prompts = [w[:32] for w in ev[:a.n_prompts]]
-    pf, _ = evaluate(model, ev)
-    gf = greedy(model, prompts)
+    model, tok, cal, ev, calib, prompts, pf, gf = setup(a.n_calib, a.n_eval, a.n_prompts)
     same = old.get('n_calib') == len(cal) and old.get('n_eval') == len(ev) and old.get('iters') == a.iters
     res = dict(machine=machine(), torch=torch.__version__, threads=torch.get_num_threads(), n_calib=len(cal), n_eval=len(ev),
                n_prompts=len(prompts), iters=a.iters, float=dict(ppl=pf), rows=dict(old.get('rows', {})) if same else {}, note=a.note)
