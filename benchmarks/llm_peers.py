@@ -32,7 +32,7 @@ from fasterquant.onnx.runtime import ort_session
 from fasterquant.core.utils import atomic_path
 from fasterquant.onnx.decoder import decode_steps
 from results_io import add_results_args, write_results, rendered, machine
-from llm import evaluate, greedy, agreement, PeakRSS, setup
+from llm import evaluate, greedy, agreement, PeakRSS, setup, DECODER_BLOCKS
 
 def decoder_linears(model) -> dict:
     "`{name: nn.Linear}` inside the decoder layers (`lm_head` and the table excluded)."
@@ -40,7 +40,9 @@ def decoder_linears(model) -> dict:
 
 def fq(model, calib, dtype, transforms=None, criteria='gptq own'):
     "fasterquant: decoder linears at `dtype` in groups of 64, the table in float."
-    crit = {'gptq own': lambda: GPTQ(float_target=False), 'nearest': lambda: 'nearest', 'minmax': lambda: 'minmax'}[criteria]()
+    crit = {'gptq own': lambda: GPTQ(float_target=False), 'nearest': lambda: 'nearest', 'minmax': lambda: 'minmax',
+            'minmax signed': lambda: Nearest(MinMax(signed_scale=True)), 'gptq own signed': lambda: GPTQ(MSE(signed_scale=True), float_target=False),
+            'signround signed clip': lambda: SignRound(MSE(signed_scale=True), blocks=DECODER_BLOCKS, clip=(0.5, 1.0))}[criteria]()
     return Quantizer(model, criteria=crit, dtype=dtype, granularity='group', group_size=64, layer_types=[nn.Linear],
                      context={'lm_head': None}, transforms=transforms).quantize_model(calib)
 
@@ -113,7 +115,10 @@ def evaluate_onnx(path, ev, ref, bs=8):
 # ONNX rows: function(model, calib, tokenizer, iterations, folder) -> a decoder file, evaluated by ONNX Runtime
 ROWS = {
     'rtn minmax, sym':      ('fasterquant round-to-nearest (min-max groups)', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', criteria='minmax')),
+    'rtn minmax signed, sym': ('fasterquant round-to-nearest (min-max groups, signed scales)', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', criteria='minmax signed')),
     'fasterquant awq+gptq, sym': ('fasterquant AWQ + GPTQ', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', 'awq')),
+    'fasterquant awq+gptq signed, sym': ('fasterquant AWQ + GPTQ (signed scales)', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', 'awq', 'gptq own signed')),
+    'fasterquant signround signed clip, sym': ('fasterquant SignRound per decoder layer, learned clipping, signed scales', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', criteria='signround signed clip')),
     'autoround, sym':       ('AutoRound 0.16.1', 'int4', lambda m, c, tok, it: autoround(m, c, tok, it)),
     'fasterquant awq+gptq, zero point': ('fasterquant AWQ + GPTQ', 'uint4', lambda m, c, tok, it: fq(m, c, 'uint4', 'awq')),
     'hqq, zero point':      ('HQQ 0.2.8', 'uint4', lambda m, c, tok, it: hqq(m, c)),

@@ -372,6 +372,11 @@ def cmd_onnx(args):
     if chain:
         kinds = ', '.join(f"{k} {v}" for k, v in collections.Counter(n.op_type for n in sens.model.graph.node if n.name in set(chain)).most_common())
         print(f"quantized with the weight ops: {len(chain)} chain nodes ({kinds}), so ONNX Runtime's integer kernels run on between them (--no-chains keeps them in float)")
+    from fasterquant.onnx.qdq import rewrites_of
+    if rw := rewrites_of(out):
+        approx = sorted(n for n, k in rw.items() if k == 'approximated')
+        print(f"rewritten onto integer kernels (no kernel of their own): {len(rw)} nodes ({', '.join(f'{k} {v}' for k, v in collections.Counter(n.op_type for n in sens.model.graph.node if n.name in rw).most_common())})"
+              + (f"; approximated (HardSwish's factor on a 1/255 grid): {', '.join(approx[:args.top or None])}" + (f" ... {len(approx) - args.top} more" if args.top and len(approx) > args.top else '') if approx else '; all exact'))
     print(f"wrote {out}")
     return 0
 

@@ -498,11 +498,11 @@ def _gather_tables(proto, gathers:dict) -> dict:
     t, nodes, inits, outs = _stored_tensors(proto), [], [], []
     for l, n in gathers.items():
         rows = f"{l}.all_rows"
-        inits += [t[v] for v in n.input if v in t] + [numpy_helper.from_array(np.arange(t[n.input[0]].dims[0], dtype=np.int64), rows)]
+        inits.append(numpy_helper.from_array(np.arange(t[n.input[0]].dims[0], dtype=np.int64), rows))
         nk = copy.deepcopy(n); nk.input[1], nk.output[0] = rows, f"{l}.table"; nodes.append(nk)
         outs.append(helper.make_tensor_value_info(nk.output[0], TensorProto.FLOAT, None))
-    inits = list({i.name: i for i in inits}.values())
-    m = helper.make_model(helper.make_graph(nodes, 'tables', [], outs, inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
+    consts, stored = _constant_graph(proto, [v for n in gathers.values() for k, v in enumerate(n.input) if k != 1 and v])   # (the `Cast`s and `Split` of float16 scales too)
+    m = helper.make_model(helper.make_graph(consts + nodes, 'tables', [], outs, stored + inits), opset_imports=proto.opset_import, ir_version=proto.ir_version)
     return dict(zip(gathers, ort_session(m, optimize=False).run(None, {})))
 
 def _stored_tensors(proto) -> dict:

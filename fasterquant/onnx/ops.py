@@ -19,7 +19,7 @@ from .graph import node_attr
 # %% auto #0
 __all__ = ['ONNX_OPS', 'OnnxLayer', 'in_out', 'conv_replay', 'linear_replay', 'conv_product', 'linear_product', 'OpSpec',
            'register_op', 'op_spec', 'weight_input', 'weight_op_types', 'float_output', 'chain_op_types',
-           'default_op_types', 'ort_op_types', 'onnx_layer', 'stored_initializer', 'dq_spec']
+           'default_op_types', 'ort_op_types', 'hard_sigmoid_integer', 'onnx_layer', 'stored_initializer', 'dq_spec']
 
 # %% ../../nbs/onnx/02_ops.ipynb #7621b360
 def _const(t:Tensor): return t.detach().clone().float()
@@ -113,7 +113,8 @@ class OpSpec:
                  default:bool=False, # quantized by default (a weight op that runs faster on integers)
                  chain:str=None, # 'unary': joins the integer chain of the quantized node it reads; 'join': joins when all its computed inputs come from quantized nodes
                  kernel:str=None, # the integer kernel ONNX Runtime runs it with, once quantized (None: none, it runs on dequantized values)
-                 placement:str='output'): # the Q/DQ placement that kernel needs: 'output' (a QuantizeLinear as the op's one reader, `DQ -> op -> Q`), 'input' (its inputs only: it also runs on integers with a float output)
+                 placement:str='output', # the Q/DQ placement that kernel needs: 'output' (a QuantizeLinear as the op's one reader, `DQ -> op -> Q`), 'input' (its inputs only: it also runs on integers with a float output)
+                 integer=None): # `f(node, prod, readers, inits, outputs) -> (nodes, initializers, approximated) | None`: its quantized `DQ -> op -> Q` rewritten into ops ONNX Runtime fuses into integer kernels, where it has none for the op itself (None: ORT fuses it as it is)
         store_attr()
     def weight_axis(self, node:onnx.NodeProto, rank:int):
         "The output-channel axis of `node`'s weight (of `rank` dims) as ORT's integer kernels take it; None where ORT's own choice stands."
@@ -163,8 +164,52 @@ _mm_axis = lambda node, rank: (1 if in_out(node) else 0) if rank == 2 else None
 register_op(OpSpec('Conv', weight=1, bias=2, axis=0, replay=conv_replay, product=conv_product, default=True, kernel='QLinearConv'))
 register_op(OpSpec('Gemm', weight=1, bias=2, axis=_mm_axis, replay=linear_replay, product=linear_product, default=True, kernel='QGemm', placement='input'))
 register_op(OpSpec('MatMul', weight=1, axis=_mm_axis, replay=linear_replay, product=linear_product, default=True, kernel='QLinearMatMul / MatMulIntegerToFloat', placement='input'))
-for _t in ('Relu', 'Clip', 'MaxPool', 'AveragePool', 'GlobalAveragePool'): register_op(OpSpec(_t, chain='unary'))
-for _t in ('Add', 'Concat'): register_op(OpSpec(_t, chain='join'))
+for _t, _k in (('Relu', 'the QuantizeLinear before it (its clamp)'), ('Clip', 'the QuantizeLinear before it (its clamp)'), ('MaxPool', 'MaxPool on uint8 (integers passed through)'),
+               ('AveragePool', 'QLinearAveragePool'), ('GlobalAveragePool', 'QLinearGlobalAveragePool'), ('Sigmoid', 'QLinearSigmoid'), ('LeakyRelu', 'QLinearLeakyRelu')):
+    register_op(OpSpec(_t, chain='unary', kernel=_k))
+for _t in ('Add', 'Mul', 'Concat'): register_op(OpSpec(_t, chain='join', kernel=f'QLinear{_t}'))
+
+# %% ../../nbs/onnx/02_ops.ipynb #hsig02
+def _scalar(inits:dict, v:str):
+    "The one value of initializer `v` as a 0-d array, or None (absent, or more than one value)."
+    t = inits.get(v)
+    a = None if t is None else numpy_helper.to_array(t)
+    return a.reshape(()) if a is not None and a.size == 1 else None
+
+def hard_sigmoid_integer(node:onnx.NodeProto, # a quantized HardSigmoid or HardSwish
+                         prod:dict, # value -> the node writing it
+                         readers:dict, # value -> the nodes reading it
+                         inits:dict, # initializer name -> `TensorProto`
+                         outputs=()) -> tuple|None: # the graph's outputs
+    "`(nodes, initializers, approximated)` computing `DQ -> node -> Q` on ONNX Runtime's integer kernels (`QLinearAdd`, and `QLinearMul` for HardSwish), or None where the pattern or its conditions are not there."
+    d, rs = prod.get(node.input[0]), readers.get(node.output[0], [])
+    if d is None or d.op_type != 'DequantizeLinear' or d.input[0] in inits or len(d.input) < 3 or node.output[0] in outputs: return None
+    if not rs or any(r.op_type != 'QuantizeLinear' or list(r.input[1:]) != list(rs[0].input[1:]) for r in rs): return None
+    s, z = _scalar(inits, d.input[1]), _scalar(inits, d.input[2])
+    if s is None or z is None or z.dtype not in (np.uint8, np.int8): return None
+    lo, hi = np.iinfo(z.dtype).min, np.iinfo(z.dtype).max
+    swish = node.op_type == 'HardSwish'
+    if not swish:   # the output grid must saturate exactly where the clip does: 0 at its lowest integer, its top at or below 1
+        sy, zy = _scalar(inits, rs[0].input[1]), _scalar(inits, rs[0].input[2]) if len(rs[0].input) > 2 else None
+        if sy is None or zy is None or zy.dtype != z.dtype or int(zy) != lo or not 0 < float(sy) * (hi - lo) <= 1 + 1e-6: return None
+    alpha, beta = node_attr(node, 'alpha', 1/6 if swish else 0.2), node_attr(node, 'beta', 0.5)
+    if alpha <= 0: return None
+    p = f"{node.name or node.output[0]}_fq"
+    f32 = lambda v, n: numpy_helper.from_array(np.array(v, np.float32), p + n)
+    it = lambda v, n: numpy_helper.from_array(np.array(v, z.dtype), p + n)
+    ins = [f32(alpha * float(s), '_as'), it(1, '_bq'), f32(beta, '_bs'), it(0, '_bz')]   # beta: the integer 1 on the grid beta
+    nodes = [onnx.helper.make_node('DequantizeLinear', [d.input[0], p + '_as', d.input[2]], [p + '_ax'], p + '_dqa'),
+             onnx.helper.make_node('DequantizeLinear', [p + '_bq', p + '_bs', p + '_bz'], [p + '_b'], p + '_dqb')]
+    if not swish: return nodes + [onnx.helper.make_node('Add', [p + '_ax', p + '_b'], [node.output[0]], node.name)], ins, False
+    ins += [f32(1 / (hi - lo), '_hs'), it(lo, '_hz')]   # the factor on [0, 1]
+    nodes += [onnx.helper.make_node('Add', [p + '_ax', p + '_b'], [p + '_h'], p + '_add'),
+              onnx.helper.make_node('QuantizeLinear', [p + '_h', p + '_hs', p + '_hz'], [p + '_hq'], p + '_qh'),
+              onnx.helper.make_node('DequantizeLinear', [p + '_hq', p + '_hs', p + '_hz'], [p + '_hd'], p + '_dqh'),
+              onnx.helper.make_node('Mul', [d.output[0], p + '_hd'], [node.output[0]], node.name)]
+    return nodes, ins, True
+
+register_op(OpSpec('HardSigmoid', chain='unary', kernel='QLinearAdd (a rewrite, `hard_sigmoid_integer`; exact)', integer=hard_sigmoid_integer))
+register_op(OpSpec('HardSwish', chain='unary', kernel='QLinearAdd + QLinearMul (a rewrite, `hard_sigmoid_integer`; approximated)', integer=hard_sigmoid_integer))
 
 # %% ../../nbs/onnx/02_ops.ipynb #ab19e4fa
 register_op(OpSpec('ConvTranspose', weight=1, bias=2, axis=1))

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/onnx/06_qdq.ipynb #9853588d
 from __future__ import annotations
-import copy, collections, warnings
+import copy, collections, json, warnings
 from pathlib import Path
 import onnx
 from onnxruntime.quantization.calibrate import TensorsData
@@ -24,13 +24,13 @@ from .rounding import learn_onnx_rounding, set_weights
 from ..quantize.layerwise import LayerwiseCriteria
 
 # %% auto #0
-__all__ = ['CHAIN_OPS', 'FLOAT_INPUTS', 'PROPAGATES', 'chain_nodes', 'check_names', 'quantized_nodes', 'ort_selection',
-           'ranged_op_types', 'removable_source', 'restore_activations', 'float_inputs_mode', 'float_reads_float',
-           'widen_4bit', 'propagate_dq', 'QDQSettings', 'n_qdq', 'qdq_model', 'verify_onnx', 'check_out',
-           'finished_onnx', 'write_onnx', 'quantize_onnx']
+__all__ = ['CHAIN_OPS', 'FLOAT_INPUTS', 'REWRITES_KEY', 'PROPAGATES', 'chain_nodes', 'check_names', 'quantized_nodes',
+           'ort_selection', 'ranged_op_types', 'removable_source', 'restore_activations', 'float_inputs_mode',
+           'float_reads_float', 'widen_4bit', 'integer_rewrites', 'rewrites_of', 'propagate_dq', 'QDQSettings', 'n_qdq',
+           'qdq_model', 'verify_onnx', 'check_out', 'finished_onnx', 'write_onnx', 'quantize_onnx']
 
 # %% ../../nbs/onnx/06_qdq.ipynb #5675cbf7
-CHAIN_OPS = chain_op_types()   # the op types that join integer chains (the op table's `chain`)
+CHAIN_OPS = chain_op_types()   # the op types that join integer chains (the op table's `chain`) when this module was imported: `chain_op_types()` reads the table as it is now
 
 def chain_nodes(model:onnx.ModelProto, # the float model
                 quantized, # names of the nodes that are quantized (the weight ops)
@@ -93,7 +93,7 @@ def ort_selection(model:onnx.ModelProto, # the float model
 def ranged_op_types(op_types, chains:bool=True) -> list[str]:
     "The op types whose tensors need ranges: `op_types`, and with `chains` the chain ops."
     op_types = list(op_types or default_op_types())
-    return op_types + [c for c in CHAIN_OPS if chains and c not in op_types]
+    return op_types + [c for c in chain_op_types() if chains and c not in op_types]
 
 # %% ../../nbs/onnx/06_qdq.ipynb #7022882b
 _QDQ = ('QuantizeLinear', 'DequantizeLinear')
@@ -194,6 +194,30 @@ def widen_4bit(model:onnx.ModelProto) -> int: # a QDQ model (changed in place)
     del g.node[:]; g.node.extend(nodes)
     return len(todo)
 
+# %% ../../nbs/onnx/06_qdq.ipynb #irw02
+REWRITES_KEY = 'fasterquant.integer_rewrites'   # metadata of a file: {node: 'exact' | 'approximated'} for each op rewritten onto integer kernels
+
+def integer_rewrites(model:onnx.ModelProto, # a QDQ model (changed in place)
+                     quantized) -> dict: # names of the nodes that are quantized: only these are rewritten
+    "Rewrite each quantized node whose op table entry has an `integer` rewrite (HardSigmoid, HardSwish: `hard_sigmoid_integer`) into ops ONNX Runtime runs on integer kernels; returns `{node: 'exact' | 'approximated'}`, also kept in the file's metadata (`REWRITES_KEY`)."
+    g, quantized, done = model.graph, set(quantized), {}
+    inits, prod, rd, outs = {i.name: i for i in g.initializer}, producers(g), consumers(g), {o.name for o in g.output}
+    nodes, new = [], []
+    for n in g.node:
+        s = op_spec(n.op_type)
+        r = s.integer(n, prod, rd, inits, outs) if s is not None and s.integer is not None and n.name in quantized else None
+        if r is None: nodes.append(n); continue
+        nodes += r[0]; new += r[1]; done[n.name] = 'approximated' if r[2] else 'exact'
+    if done:
+        del g.node[:]; g.node.extend(nodes); g.initializer.extend(new)
+        onnx.helper.set_model_props(model, {**{p.key: p.value for p in model.metadata_props}, REWRITES_KEY: json.dumps(done)})
+    return done
+
+def rewrites_of(model) -> dict:
+    "`{node: 'exact' | 'approximated'}`: the ops of a QDQ file (path or `ModelProto`) that `integer_rewrites` put on integer kernels."
+    m = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model), load_external_data=False)
+    return json.loads({p.key: p.value for p in m.metadata_props}.get(REWRITES_KEY, '{}'))
+
 # %% ../../nbs/onnx/06_qdq.ipynb #05639fec
 PROPAGATES = ('Reshape', 'Transpose', 'Squeeze', 'Unsqueeze', 'MaxPool')   # ONNX Runtime moves an activation's DequantizeLinear forward past these at load
 
@@ -254,7 +278,7 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
               nodes_to_exclude=None, # nodes kept in float
               rounding:tuple=None, # learned rounding: `(weights on their grids, float weights)` by initializer name (`learn_onnx_rounding`): the first are quantized, the second kept by a node left in float
               part:bool=False) -> onnx.ModelProto: # `model` is a part: only the tensors next to the nodes it quantizes can be quantized
-    "The QDQ model: ONNX Runtime's `QDQQuantizer` with these ranges and settings, then the repairs, in order: float readers read float (`float_reads_float`), a weight op left in float keeps its float weight, 4-bit weights widened for the 8-bit kernels (`widen_4bit`), with int8 activations each DequantizeLinear moved past the ops ORT moves it past (`propagate_dq`). The one pipeline of the scorer's probes, its files and `quantize_onnx`."
+    "The QDQ model: ONNX Runtime's `QDQQuantizer` with these ranges and settings, then the repairs, in order: float readers read float (`float_reads_float`), a weight op left in float keeps its float weight, activations without a kernel rewritten onto integer ones (`integer_rewrites`), 4-bit weights widened for the 8-bit kernels (`widen_4bit`), with int8 activations each DequantizeLinear moved past the ops ORT moves it past (`propagate_dq`). The one pipeline of the scorer's probes, its files and `quantize_onnx`."
     s = settings
     ops, only, quantized = ort_selection(model, s.op_types, nodes_to_quantize, nodes_to_exclude, s.chains, set(ranges.keys()))
     keep = set(only or [])
@@ -272,6 +296,7 @@ def qdq_model(model:onnx.ModelProto, # the (prepared) float model; with `part`, 
     eight = adt is not None and adt.bits == 8   # ONNX Runtime's integer kernels take 8-bit activations only: with others there is no kernel to keep, and 'free' reads float everywhere ('all')
     if s.float_inputs != 'none': float_reads_float(out, quantized, src, keep_kernels=s.float_inputs == 'free' and eight)
     if rounding is not None: set_weights(out, rounding[1])   # a weight op left in float reads its float weight, not the learned one
+    if eight: integer_rewrites(out, quantized)   # HardSigmoid / HardSwish onto ORT's 8-bit integer kernels
     widen_4bit(out)   # W4A8 runs on ONNX Runtime's 8-bit integer kernels: measured as it is written
     if eight and adt.signed: propagate_dq(out)   # int8 activations: ORT's own propagation would write a file it cannot load
     return out

@@ -88,6 +88,7 @@ def learn_onnx_rounding(model:onnx.ModelProto, # the float model (prepared), the
     crit = get_criteria(criteria)
     if not isinstance(crit, LayerwiseCriteria): raise ValueError(f"criteria={crit.name} does not learn its rounding: pass 'gptq' or 'adaround'")
     p = crit.params(progress=progress, **kwargs)   # the argument, not the engine default, says whether to show it
+    if p.get('clip'): warnings.warn(f"{crit.name}: clip={p['clip']} is not learned on an ONNX file: its weights keep the grids the file is quantized on, the integers are learned", OnnxWarning, stacklevel=2)
     if p.get('blocks') is not None: raise ValueError("blocks (BRECQ) are not on the ONNX path, which learns node by node: pass blocks=None")
     g, fnodes = qdq.graph, {n.name: n for n in model.graph.node}
     inits, finits = {t.name: t for t in g.initializer}, {t.name: t for t in model.graph.initializer}
@@ -135,12 +136,13 @@ def learn_onnx_rounding(model:onnx.ModelProto, # the float model (prepared), the
                 job = LayerJob(k, layer.layer, spec, layer.weight, x[perm], y[perm], None, gen, run.bar, per)
                 pk = p
                 if p.get('float_target') and y.numel() // y.shape[job.channel_dim] < min_rows * layer.weight[0].numel(): pk = {**p, 'float_target': False}
+                if pk.get('clip'): pk = {**pk, 'clip': None}   # (warned above)
                 run.show(k)
                 with torch.enable_grad(): q, st = crit.fit_layer(job, pk)
-                new = spec.with_q(q)
+                new = spec.refined(q)
                 cur[dq.output[0]] = weights[fn.input[1]] = layer.to_onnx(new.dequantize())
                 integers[fn.input[1]] = layer.to_onnx(new.q)
-                stats[k] = {**st, 'flipped': int((new.q != spec.q).sum()), 'n_weights': q.numel(), 'n_rows': len(x),
+                stats[k] = {**st, 'flipped': int((new.q != spec.q).sum()), 'n_weights': new.q.numel(), 'n_rows': len(x),
                             'float_target': bool(pk.get('float_target', False)), 'seconds': time.perf_counter() - t1}
                 run.step()
     return OnnxRounding(weights, integers, stats, skipped, crit, time.perf_counter() - t0)

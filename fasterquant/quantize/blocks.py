@@ -145,7 +145,7 @@ def _block_units(quantizer, blocks, batch):
 
 def run_blockwise(quantizer, # its `specs` are the layers to refine
                   calib, # calibration data (anything `calib_batches` reads)
-                  fit_block, # `fit_block(job: BlockJob) -> {layer name: integers}`
+                  fit_block, # `fit_block(job: BlockJob) -> {layer name: integers, or a `QuantSpec` whose grid was learned too}`
                   blocks='auto', # module names of the blocks, or 'auto' (`auto_blocks`)
                   n_samples:int=1024, # use at most this many calibration samples
                   max_mem:float=1.0, # GB for one block's cached inputs and outputs
@@ -182,7 +182,7 @@ def run_blockwise(quantizer, # its `specs` are the layers to refine
                 else: job = TokenBlockJob(u, m, rel, cs, ys, masks, gen, run.bar)
                 with torch.enable_grad(): qs = fit_block(job)
             except (RuntimeError, ValueError) as e: raise _engine_error('fitting block', u, m, e, [a[0] for a, _ in cs]) from e
-            quantizer.set_specs({n: quantizer.specs[n].with_q(qs[n]) for n in own})
+            quantizer.set_specs({n: quantizer.param_spec(quantizer.specs[n].refined(qs[n])) for n in own})
             quantizer.set_specs({n: quantizer.specs[t] for n, t in twins.items() if t is not None})
             run.step()
     warn_uncalled(uncalled)

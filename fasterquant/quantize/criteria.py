@@ -22,26 +22,31 @@ def _row_range(r:Tensor): return r.amin(1), r.amax(1)
 
 class ScaleMethod:
     "Base class for choosing per-row ranges; `__call__` gives `(scale, zero_point)` per row."
-    name, label = None, None   # label: what it is, in reports
+    name, label, signed_scale = None, None, False   # label: what it is, in reports; signed_scale: see `qparams_from_range`
     def __call__(self, rows:Tensor, dtype:QDtype, symmetric=None): raise NotImplementedError
-    def __repr__(self): return self.name
+    def qparams(self, lo, hi, dtype, symmetric=None):
+        "`qparams_from_range` with this method's `signed_scale`."
+        return qparams_from_range(lo, hi, dtype, symmetric, self.signed_scale)
+    def __repr__(self): return self.name + (' signed' if self.signed_scale else '')
 
 class MinMax(ScaleMethod):
     "The full range of each row."
     name, label = 'minmax', 'min-max'
-    def __call__(self, rows, dtype, symmetric=None): return qparams_from_range(*_row_range(rows), dtype, symmetric)
+    def __init__(self, signed_scale:bool=False): store_attr()  # symmetric under 8 bits: each row's larger end at `qmin`, either sign (ONNX Runtime's INT4 RTN)
+    def __call__(self, rows, dtype, symmetric=None): return self.qparams(*_row_range(rows), dtype, symmetric)
 
 class MSE(ScaleMethod):
     "Shrink each row's range by the factor in `[min_ratio, 1]` that minimises `sum|w - dq(q(w))|^p`."
     name, label = 'mse', 'MSE clipping'
-    def __init__(self, n_grid:int=80, min_ratio:float=0.2, p:float=2.0): store_attr()
+    def __init__(self, n_grid:int=80, min_ratio:float=0.2, p:float=2.0,
+                 signed_scale:bool=False): store_attr()  # symmetric under 8 bits: each row's larger end at `qmin`, either sign
     def __call__(self, rows, dtype, symmetric=None,
                  loss=None): # per-row error of the dequantized rows, `loss(dq) -> [rows]` (default: `sum|rows - dq|^p`; e.g. a layer's output error)
         lo, hi = _row_range(rows)
         best_err = torch.full_like(lo, float('inf'))
-        best_s, best_zp = qparams_from_range(lo, hi, dtype, symmetric)
+        best_s, best_zp = self.qparams(lo, hi, dtype, symmetric)
         for a in torch.linspace(1.0, self.min_ratio, self.n_grid).tolist():
-            s, zp = qparams_from_range(lo*a, hi*a, dtype, symmetric)
+            s, zp = self.qparams(lo*a, hi*a, dtype, symmetric)
             q = quantize(rows, s[:, None], zp[:, None], dtype.qmin, dtype.qmax)
             dq = dequantize(q, s[:, None], zp[:, None])
             err = (dq - rows).abs().pow(self.p).sum(1) if loss is None else loss(dq)
@@ -53,13 +58,13 @@ class MSE(ScaleMethod):
 class Percentile(ScaleMethod):
     "Clip each row at its `pct` and `100-pct` percentiles."
     name, label = 'percentile', 'percentile clipping'
-    def __init__(self, pct:float=99.9): store_attr()
+    def __init__(self, pct:float=99.9, signed_scale:bool=False): store_attr()
     def __call__(self, rows, dtype, symmetric=None):
         n = rows.shape[1]
         k_hi = max(1, min(n, math.ceil(self.pct / 100 * n)))
         k_lo = max(1, min(n, math.floor((1 - self.pct / 100) * n) + 1))
         hi, lo = rows.kthvalue(k_hi, dim=1).values, rows.kthvalue(k_lo, dim=1).values
-        return qparams_from_range(lo, hi, dtype, symmetric)
+        return self.qparams(lo, hi, dtype, symmetric)
 
 SCALE_METHODS = AxisRegistry('scale method', ScaleMethod)
 for _c in (MinMax, MSE, Percentile): SCALE_METHODS.register(_c.name, _c)

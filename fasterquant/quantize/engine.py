@@ -440,7 +440,7 @@ def run_layerwise(quantizer, # its `specs` are the layers to refine (their round
             try:
                 with torch.enable_grad(): q = fit(job)
             except RuntimeError as e: raise _engine_error('fitting layer', name, layer, e, [xq]) from e
-            spec = spec.with_q(q)
+            spec = quantizer.param_spec(spec.refined(q))   # (a learned grid's scales in `param_dtype`, as every grid's)
             quantizer.set_specs({n: spec for n in members})
         def learn(name, xs, ys, post):
             seen.append(name)

@@ -18,15 +18,17 @@ __all__ = ['PARAM_DTYPES', 'qparams_from_range', 'round_half_even', 'quantize', 
 def qparams_from_range(lo:Tensor, # per-row minimum
                        hi:Tensor, # per-row maximum
                        dtype:QDtype, # integer format
-                       symmetric:bool=None): # default: symmetric for signed formats, asymmetric for unsigned
+                       symmetric:bool=None, # default: symmetric for signed formats, asymmetric for unsigned
+                       signed_scale:bool=False): # symmetric under 8 bits: the larger end takes `qmin` (the scale negative where that end is positive), as ONNX Runtime's and AutoRound's INT4
     "Scale and integer zero point covering `[lo, hi]` (extended to include 0) on `dtype`'s grid."
     symmetric = dtype.signed if symmetric is None else symmetric
     lo, hi = lo.float().clamp(max=0), hi.float().clamp(min=0)
     if symmetric and not dtype.signed: raise ValueError(f"symmetric quantization needs a signed dtype, got {dtype}")
     if symmetric and dtype.bits >= 8: s = torch.maximum(hi, -lo) / dtype.qmax   # INT8: the narrow grid [-127, 127], as ORT / TensorRT / ModelOpt
+    elif symmetric and signed_scale: s = torch.where(hi > -lo, hi, lo) / dtype.qmin   # every level used: the larger end at -8 in INT4, on whichever side it is
     elif symmetric: s = torch.maximum(hi / dtype.qmax, lo / dtype.qmin)          # fewer bits: the whole grid, -8 included in INT4
     else: s = (hi - lo) / (dtype.qmax - dtype.qmin)
-    s = torch.where(s > 0, s, torch.ones_like(s))  # an all-zero row: any positive scale represents it exactly
+    s = torch.where(s != 0, s, torch.ones_like(s))  # an all-zero row: any positive scale represents it exactly
     if symmetric: return s, torch.zeros_like(s, dtype=torch.int32)
     return s, (dtype.qmin - torch.round(lo / s)).clamp(dtype.qmin, dtype.qmax).to(torch.int32)
 
@@ -58,11 +60,11 @@ def check_param_dtype(param_dtype) -> str:
 
 def as_param(x:Tensor, # a float tensor (scales, a bias)
              param_dtype:str='float32', # 'float32' (unchanged) or 'float16'
-             up:bool=False) -> Tensor: # round toward +inf (scales: never smaller, so never clipping more, and never 0)
+             up:bool=False) -> Tensor: # round away from 0 (scales: never smaller in magnitude, so never clipping more, and never 0)
     "`x` rounded to `param_dtype`, held in `x`'s dtype; `x` unchanged if a value is beyond that format's range."
     if check_param_dtype(param_dtype) == 'float32' or not x.numel(): return x
     h = x.to(torch.float16)
-    if up: h = torch.where(h.to(x.dtype) < x, torch.nextafter(h, torch.full_like(h, float('inf'))), h)
+    if up: h = torch.where(h.to(x.dtype).abs() < x.abs(), torch.nextafter(h, torch.where(x < 0, -torch.inf, torch.inf).to(h.dtype)), h)
     return h.to(x.dtype) if bool(torch.isfinite(h).all()) else x
 
 # %% ../../nbs/quantize/02_grid.ipynb #ff529857
@@ -97,6 +99,12 @@ class QuantSpec:
         if q.shape != self.q.shape: raise ValueError(f"shape {tuple(q.shape)} != {self.shape}")
         if q.numel() and (q.min() < self.qmin or q.max() > self.qmax): raise ValueError(f"integers outside [{self.qmin}, {self.qmax}]")
         return QuantSpec(q, self.scale, self.zero_point, self.dtype, self.granularity)
+    def refined(self, r):
+        "This spec after a fit returned `r`: integers on this grid (`with_q`), or a whole spec of the same format whose scales were learned too."
+        if not isinstance(r, QuantSpec): return self.with_q(r)
+        if (r.dtype, r.granularity, r.shape) != (self.dtype, self.granularity, self.shape) or r.scale.shape != self.scale.shape:
+            raise ValueError(f"a fit returned {r!r} for {self!r}: a learned grid must keep the format, granularity and shapes")
+        return r.with_q(r.q)
     def to(self, device):
         "The spec with its tensors on `device`."
         return QuantSpec(self.q.to(device), self.scale.to(device), self.zero_point.to(device), self.dtype, self.granularity)

@@ -269,10 +269,11 @@ class LayerwiseCriteria(Criteria):
     def _fit_one(self, job:LayerJob, p:dict) -> Tensor:
         t0 = time.perf_counter()
         q, st = self.fit_layer(job, p)
-        st.update(flipped=int((q != job.spec.q).sum()), n_weights=q.numel(), seconds=time.perf_counter() - t0,
+        sp = job.spec.refined(q)
+        st.update(flipped=int((sp.q != job.spec.q).sum()), n_weights=sp.q.numel(), seconds=time.perf_counter() - t0,
                   cache_dtype=str(job.x.dtype).replace('torch.', ''), n_cached=len(job))
         self.stats[job.name] = st
         return q
     def fit_layer(self, job:LayerJob, p:dict):
-        "The integers for `job`'s layer and a dict of statistics."
+        "The integers (or a whole `QuantSpec`, when the grid is learned too) for `job`'s layer and a dict of statistics."
         raise NotImplementedError

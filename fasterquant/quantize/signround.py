@@ -18,44 +18,61 @@ __all__ = ['SignRounding', 'sign_descent', 'SignRound']
 
 # %% ../../nbs/quantize/11_signround.ipynb #c005
 class SignRounding(nn.Module):
-    "Rounding of one weight on `spec`'s grid with a learned offset: integers `clamp(round(W/s + V) + zp, qmin, qmax)`, `V` in [-0.5, 0.5], 0 at the start (round-to-nearest)."
+    "Rounding of one weight with a learned offset: integers `clamp(round(W/s + V) + zp, qmin, qmax)`, `V` in [-0.5, 0.5]; with `clip`, each scale `s = s0·c` learned too."
     def __init__(self,
                  w:Tensor, # the float weight
-                 spec:QuantSpec): # its round-to-nearest spec: the grid (scale, zero point, qmin/qmax) to keep
+                 spec:QuantSpec, # its round-to-nearest spec: the grid to start from (kept, without `clip`)
+                 clip:tuple=None): # `(lo, hi)`: each scale of `spec` times a learned factor `c` in [lo, hi] (1 at the start); None: the grid is kept
         super().__init__()
         s, zp = spec.expanded()
-        self.register_buffer('s', s.float()); self.register_buffer('zp', zp.float())
-        self.register_buffer('x', w.detach().float() / self.s)   # the same division `quantize` does
+        self.spec, self.clip = spec, clip
+        self.register_buffer('w', w.detach().float()); self.register_buffer('s', s.float()); self.register_buffer('zp', zp.float())
+        self.register_buffer('x', self.w / self.s)   # the same division `quantize` does
         self.qmin, self.qmax = spec.qmin, spec.qmax
         self.v = nn.Parameter(torch.zeros_like(self.x))
+        self.c = None if clip is None else nn.Parameter(torch.ones_like(spec.scale, dtype=torch.float32))
+    def params(self) -> list:
+        "`(parameter, lo, hi)` of what is learned: the offsets, and the scale factors with `clip`."
+        return [(self.v, -0.5, 0.5)] + ([] if self.c is None else [(self.c, *self.clip)])
+    def scale(self) -> Tensor:
+        "The scales of the current factors, broadcast to the weight's shape (differentiable in `c`)."
+        return self.s if self.c is None else self.spec.granularity.expand(self.spec.scale.float() * self.c, self.w.shape)
     def q(self) -> Tensor:
         "The integers of the current offsets (float values, differentiable in `v` through a straight-through round)."
-        t = self.x + self.v
+        t = (self.x if self.c is None else self.w / self.scale()) + self.v
         r = round_half_even(t.detach()) + self.zp
         on = (r >= self.qmin) & (r <= self.qmax)   # on the grid (its ends included): the gradient passes; off it, the clamped integer has none
         return torch.where(on, r + (t - t.detach()), r.clamp(self.qmin, self.qmax))   # exactly the integers forward (t - t is 0)
     def weight(self) -> Tensor:
-        "The fake-quantized weight `(q - zp) * s` of the current offsets, differentiable in `v`."
-        return (self.q() - self.zp) * self.s
+        "The fake-quantized weight `(q - zp) * s` of the current offsets (and scales), differentiable in `v` (and `c`)."
+        return (self.q() - self.zp) * self.scale()
     def hard_q(self) -> Tensor:
         "The integers of the current offsets, as int32."
         with torch.no_grad(): return self.q().to(torch.int32)
+    def hard_spec(self) -> QuantSpec:
+        "The learned `QuantSpec`: `spec` holding the integers, and with `clip` the learned scales (the integers computed on exactly those)."
+        if self.c is None: return self.spec.with_q(self.hard_q())
+        with torch.no_grad():
+            sc = (self.spec.scale.float() * self.c).to(self.spec.scale.dtype)
+            q = (round_half_even(self.w / self.spec.granularity.expand(sc, self.w.shape).float() + self.v) + self.zp).clamp(self.qmin, self.qmax)
+        return QuantSpec(q.to(torch.int32), sc, self.spec.zero_point, self.spec.dtype, self.spec.granularity)
 
 # %% ../../nbs/quantize/11_signround.ipynb #c009
 def sign_descent(job, # a `LayerJob` (one layer) or a `BlockJob` (a block of layers)
-                 rounding, # the layer's `SignRounding`, or for a block {relative layer name: SignRounding}; optimised in place
+                 rounding, # the layer's `SignRounding`, or for a block {relative layer name: SignRounding}; optimised in place (offsets, and scale factors with `clip`)
                  iters:int=200, # signed steps
                  lr:float=None, # first step (decayed linearly to 0); None: 1/iters
                  bs:int=8, # minibatch size (samples)
                  check_every:int=10) -> dict: # steps between checks of the loss on a fixed window (the best offsets are kept)
-    "Learn the offsets so the layer's output (through `job.post`), or the block's, matches `job.y`; returns statistics."
+    "Learn the offsets (and scale factors) so the layer's output (through `job.post`), or the block's, matches `job.y`; returns statistics."
     block = isinstance(rounding, dict)
     srs = rounding if block else {'': rounding}
     weights = (lambda: {r: sr.weight() for r, sr in srs.items()}) if block else rounding.weight
     n, lr = len(job), 1. / iters if lr is None else lr
     bs = min(job.rows(bs), n)
     idx0 = slice(0, max(bs, job.window(256).stop))
-    params = [sr.v for sr in srs.values()]
+    learned = [t for sr in srs.values() for t in sr.params()]
+    params = [t[0] for t in learned]
     def check():
         with torch.no_grad(): return float(job.loss(idx0, weights()))
     best = check()
@@ -68,7 +85,7 @@ def sign_descent(job, # a `LayerJob` (one layer) or a `BlockJob` (a block of lay
         grads = torch.autograd.grad(job.loss(slice(k, k + bs), weights()), params)
         step = lr * (1 - it / iters)
         with torch.no_grad():
-            for v, g in zip(params, grads): v.sub_(g.sign(), alpha=step).clamp_(-0.5, 0.5)
+            for (v, lo, hi), g in zip(learned, grads): v.sub_(g.sign(), alpha=step).clamp_(lo, hi)
         if (it + 1) % check_every == 0 or it + 1 == iters:
             l = check()
             if l < best: best, best_v, stats['best_iter'] = l, [v.detach().clone() for v in params], it + 1
@@ -81,16 +98,21 @@ def sign_descent(job, # a `LayerJob` (one layer) or a `BlockJob` (a block of lay
 class SignRound(LayerwiseCriteria):
     "Learned rounding by signed gradient descent on `V` in `round(W/s + V)` (AutoRound's rounding), on the grid of `scale`, layer by layer or block by block."
     name, label = 'signround', 'SignRound (learned rounding, signed steps)'
-    layer_defaults = dict(iters=200, lr=None, bs=8, check_every=10, blocks=None, through_act=True)
+    layer_defaults = dict(iters=200, lr=None, bs=8, check_every=10, blocks=None, through_act=True, clip=None)
     def __init__(self,
                  scale='mse', # scale method of the grid: 'mse' | 'minmax' | 'percentile' | a `ScaleMethod`
-                 **kwargs): # iters, lr, bs, check_every, blocks (None, 'auto' or module names), through_act; and the engine's n_samples, max_mem, seed, progress, mode, num_threads
+                 **kwargs): # iters, lr, bs, check_every, blocks (None, 'auto' or module names), through_act, clip (None, or `(lo, hi)`: each scale learned as a factor in that range); and the engine's n_samples, max_mem, seed, progress, mode, num_threads
         super().__init__(scale, **kwargs)
-    def __repr__(self): return f"signround({self.scale}{', blocks' if self.defaults['blocks'] else ''})"
+    def __repr__(self):
+        d = self.defaults
+        return f"signround({self.scale}{', blocks' if d['blocks'] else ''}{', clip %g-%g' % tuple(d['clip']) if d['clip'] else ''})"
     def validate(self, p):
         check_int(p, 'iters'); check_int(p, 'bs'); check_int(p, 'check_every')
         if p['lr'] is not None: check_pos(p, 'lr')
         if not isinstance(p['through_act'], bool): raise ValueError(f"through_act must be True or False, got {p['through_act']!r}")
+        c = p['clip']
+        if c is not None and not (isinstance(c, (list, tuple)) and len(c) == 2 and all(isinstance(v, (int, float)) for v in c) and 0 < c[0] <= 1 <= c[1]):
+            raise ValueError(f"clip must be None or (lo, hi) with 0 < lo <= 1 <= hi (the range of each scale's learned factor, e.g. (0.5, 1.0)), got {c!r}")
         b = p['blocks']
         if not (b is None or b == 'auto' or (isinstance(b, (list, tuple)) and all(isinstance(s, str) for s in b))):
             raise ValueError(f"blocks must be None (layer by layer), 'auto' or a list of module names, got {b!r}")
@@ -102,17 +124,17 @@ class SignRound(LayerwiseCriteria):
         split = run_blockwise(quantizer, calib, lambda job: self._fit_block(job, p), p['blocks'], **{k: p[k] for k in ENGINE_DEFAULTS if k != 'mode'})
         return 'blocks' + (f" (split into layers: {', '.join(split)})" if split else '')
     def fit_layer(self, job:LayerJob, p:dict):
-        "Learn the offsets of `job`'s layer; returns its integers and statistics."
-        sr = SignRounding(job.weight, job.spec.to(job.weight.device))
+        "Learn the offsets (and with `clip` the scales) of `job`'s layer; returns its integers (or learned `QuantSpec`) and statistics."
+        sr = SignRounding(job.weight, job.spec.to(job.weight.device), p['clip'])
         st = sign_descent(job, sr, **self._args(p))
-        return sr.hard_q(), st
+        return (sr.hard_spec() if p['clip'] else sr.hard_q()), st
     def _fit_block(self, job, p):
         t0 = time.perf_counter()
-        srs = {r: SignRounding(w, sp.to(w.device)) for r, (_, sp, w) in job.layers.items()}
+        srs = {r: SignRounding(w, sp.to(w.device), p['clip']) for r, (_, sp, w) in job.layers.items()}
         st = sign_descent(job, srs, **self._args(p))
-        qs = {job.layers[r][0]: sr.hard_q() for r, sr in srs.items()}
+        qs = {job.layers[r][0]: sr.hard_spec() for r, sr in srs.items()}
         for r, (n, sp, _) in job.layers.items():
-            self.stats[n] = {**st, 'block': job.name, 'flipped': int((qs[n] != sp.q.to(qs[n].device)).sum()), 'n_weights': qs[n].numel(),
+            self.stats[n] = {**st, 'block': job.name, 'flipped': int((qs[n].q != sp.q.to(qs[n].q.device)).sum()), 'n_weights': qs[n].q.numel(),
                              'seconds': time.perf_counter() - t0, 'n_cached': len(job)}
         return qs
 
