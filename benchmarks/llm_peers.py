@@ -9,7 +9,12 @@ rows (HQQ's format) against fasterquant's unsigned AWQ + GPTQ.
 - `autoround`: AutoRound 0.16.1 (sign-gradient descent on each decoder block's rounding and clipping), `--iters` steps per block
   (its default 200), on the same calibration windows as fasterquant (`--n-calib` x 256 tokens), 1 batch of 8;
 - `hqq`: HQQ 0.2.8 (half-quadratic optimisation of each group's zero point, no calibration data), its 4-bit defaults;
-- `rtn`: round to nearest on min-max groups (the floor both improve on), by fasterquant;
+- `rtn`: round to nearest on min-max groups (the floor both improve on), by fasterquant, with positive scales (the larger end
+  at 7 or -8) and with signed ones (`MinMax(signed_scale=True)`: the larger end at -8 on whichever side, ONNX Runtime's and
+  AutoRound's symmetric grid);
+- fasterquant's AWQ + GPTQ on MSE grids, positive or signed scales; SignRound per decoder layer (200 signed steps on each
+  layer's 7 linears together) with learned clipping (`clip=(0.5, 1.0)`, each scale a factor of the MSE grid's) on signed
+  scales: AutoRound's two ingredients, on our engine;
 - ONNX rows, each a decoder file (key/value cache layout) run by ONNX Runtime with float32 compute: ONNX Runtime's own
   `MatMulNBitsQuantizer` on the float file (`export_float_onnx`, after `quant_pre_process`), RTN symmetric and HQQ, and fasterquant's
   AWQ + GPTQ file as `export_onnx` writes it (`MatMulNBits`), so the number is the one the deployed file computes; greedy agreement

@@ -145,7 +145,7 @@ def _block_units(quantizer, blocks, batch):
 
 def run_blockwise(quantizer, # its `specs` are the layers to refine
                   calib, # calibration data (anything `calib_batches` reads)
-                  fit_block, # `fit_block(job: BlockJob) -> {layer name: integers, or a `QuantSpec` whose grid was learned too}`
+                  fit_block, # `fit_block(job: BlockJob) -> {layer name: integers}` (or for a layer a QuantSpec, its grid learned too)
                   blocks='auto', # module names of the blocks, or 'auto' (`auto_blocks`)
                   n_samples:int=1024, # use at most this many calibration samples
                   max_mem:float=1.0, # GB for one block's cached inputs and outputs
