@@ -14,7 +14,7 @@ rows (HQQ's format) against fasterquant's unsigned AWQ + GPTQ.
   AutoRound's symmetric grid);
 - fasterquant's AWQ + GPTQ on MSE grids, positive or signed scales; SignRound per decoder layer (200 signed steps on each
   layer's 7 linears together) with learned clipping (`clip=(0.5, 1.0)`, each scale a factor of the MSE grid's) on signed
-  scales: AutoRound's two ingredients, on our engine;
+  scales: AutoRound's two ingredients, on our engine; alone and after AWQ's scaling;
 - ONNX rows, each a decoder file (key/value cache layout) run by ONNX Runtime with float32 compute: ONNX Runtime's own
   `MatMulNBitsQuantizer` on the float file (`export_float_onnx`, after `quant_pre_process`), RTN symmetric and HQQ, and fasterquant's
   AWQ + GPTQ file as `export_onnx` writes it (`MatMulNBits`), so the number is the one the deployed file computes; greedy agreement
@@ -124,6 +124,7 @@ ROWS = {
     'fasterquant awq+gptq, sym': ('fasterquant AWQ + GPTQ', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', 'awq')),
     'fasterquant awq+gptq signed, sym': ('fasterquant AWQ + GPTQ (signed scales)', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', 'awq', 'gptq own signed')),
     'fasterquant signround signed clip, sym': ('fasterquant SignRound per decoder layer, learned clipping, signed scales', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', criteria='signround signed clip')),
+    'fasterquant awq+signround signed clip, sym': ('fasterquant AWQ, then SignRound per decoder layer, learned clipping, signed scales', 'int4', lambda m, c, tok, it: fq(m, c, 'int4', 'awq', 'signround signed clip')),
     'autoround, sym':       ('AutoRound 0.16.1', 'int4', lambda m, c, tok, it: autoround(m, c, tok, it)),
     'fasterquant awq+gptq, zero point': ('fasterquant AWQ + GPTQ', 'uint4', lambda m, c, tok, it: fq(m, c, 'uint4', 'awq')),
     'hqq, zero point':      ('HQQ 0.2.8', 'uint4', lambda m, c, tok, it: hqq(m, c)),
