@@ -24,14 +24,12 @@ from .rounding import learn_onnx_rounding, set_weights
 from ..quantize.layerwise import LayerwiseCriteria
 
 # %% auto #0
-__all__ = ['CHAIN_OPS', 'FLOAT_INPUTS', 'REWRITES_KEY', 'PROPAGATES', 'chain_nodes', 'check_names', 'quantized_nodes',
-           'ort_selection', 'ranged_op_types', 'removable_source', 'restore_activations', 'float_inputs_mode',
-           'float_reads_float', 'widen_4bit', 'integer_rewrites', 'rewrites_of', 'propagate_dq', 'QDQSettings', 'n_qdq',
-           'qdq_model', 'verify_onnx', 'check_out', 'finished_onnx', 'write_onnx', 'quantize_onnx']
+__all__ = ['FLOAT_INPUTS', 'REWRITES_KEY', 'PROPAGATES', 'chain_nodes', 'check_names', 'quantized_nodes', 'ort_selection',
+           'ranged_op_types', 'removable_source', 'restore_activations', 'float_inputs_mode', 'float_reads_float',
+           'widen_4bit', 'integer_rewrites', 'rewrites_of', 'propagate_dq', 'QDQSettings', 'n_qdq', 'qdq_model',
+           'verify_onnx', 'check_out', 'finished_onnx', 'write_onnx', 'quantize_onnx']
 
 # %% ../../nbs/onnx/06_qdq.ipynb #5675cbf7
-CHAIN_OPS = chain_op_types()   # the op types that join integer chains (the op table's `chain`) when this module was imported: `chain_op_types()` reads the table as it is now
-
 def chain_nodes(model:onnx.ModelProto, # the float model
                 quantized, # names of the nodes that are quantized (the weight ops)
                 exclude=(), # names never added (kept in float)

@@ -124,10 +124,10 @@ class SignRound(LayerwiseCriteria):
         split = run_blockwise(quantizer, calib, lambda job: self._fit_block(job, p), p['blocks'], **{k: p[k] for k in ENGINE_DEFAULTS if k != 'mode'})
         return 'blocks' + (f" (split into layers: {', '.join(split)})" if split else '')
     def fit_layer(self, job:LayerJob, p:dict):
-        "Learn the offsets (and with `clip` the scales) of `job`'s layer; returns its integers (or learned `QuantSpec`) and statistics."
+        "Learn the offsets (and with `clip` the scales) of `job`'s layer; returns its learned `QuantSpec` (the grid kept without `clip`) and statistics."
         sr = SignRounding(job.weight, job.spec.to(job.weight.device), p['clip'])
         st = sign_descent(job, sr, **self._args(p))
-        return (sr.hard_spec() if p['clip'] else sr.hard_q()), st
+        return sr.hard_spec(), st
     def _fit_block(self, job, p):
         t0 = time.perf_counter()
         srs = {r: SignRounding(w, sp.to(w.device), p['clip']) for r, (_, sp, w) in job.layers.items()}
